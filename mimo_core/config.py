@@ -1,0 +1,216 @@
+"""Config files: YAML → pydantic, `${VAR:-default}` expansion, JSON overrides, A/B config sets.
+
+Every validation error names the file and the dotted path of the bad key, because users keep many
+profiles and an error without a location wastes their time.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mimo_core.errors import ConfigError
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
+_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.I)
+REDACTED = "***"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolSpec(_Strict):
+    tool: str
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentConfig(_Strict):
+    type: str = "default"  # default | oracle | judge | blackbox adapters (claude-code, codex, ...)
+    tools: list[ToolSpec] = Field(
+        default_factory=lambda: [ToolSpec(tool="bash"), ToolSpec(tool="read"), ToolSpec(tool="write"),
+                                 ToolSpec(tool="edit"), ToolSpec(tool="submit")]
+    )
+    system_template: str = "You are a helpful coding agent. Your working directory is {{cwd}}."
+    instance_template: str = "{{task}}"
+    step_limit: int = 250  # 0 = unlimited
+    cost_limit: float = 0.0  # dollars; 0 = unlimited
+    time_limit: float = 0.0  # seconds of wall time for the agent loop; 0 = unlimited
+    max_format_errors: int = 3  # consecutive malformed tool calls before the rollout ends
+    observation_max_chars: int = 10000  # longer tool output keeps head + tail
+    # Blackbox CLI adapters
+    version: str | None = None
+    payload_path: str | None = None
+    payload_url: str | None = None
+    install_env: dict[str, str] = Field(default_factory=dict)
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class RetryConfig(_Strict):
+    max_attempts: int = 6
+    initial_delay: float = 1.0
+    max_delay: float = 60.0
+    timeout: float = 600.0  # per-request timeout, seconds
+
+
+class PricingConfig(_Strict):
+    """Dollars per million tokens. Unknown prices cost zero rather than crash."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cached_input: float | None = None  # defaults to `input`
+
+
+class ModelConfig(_Strict):
+    model_name: str = "gpt-5"
+    protocol: Literal["chat", "responses", "anthropic"] = "chat"
+    model_kwargs: dict[str, Any] = Field(default_factory=dict)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    pricing: PricingConfig | None = None
+
+
+class JudgeAgentConfig(_Strict):
+    """An in-environment judge: its own agent block and model block."""
+
+    agent: AgentConfig = Field(default_factory=lambda: AgentConfig(type="judge"))
+    model: ModelConfig = Field(default_factory=ModelConfig)
+
+
+class EnvironmentConfig(_Strict):
+    environment_class: str = "local"  # local | docker | kubernetes
+    cwd: str | None = None  # default: the task's cwd, else the backend's own
+    timeout: float = 300.0  # default per-command timeout, seconds
+    sandbox: Literal["none", "bwrap"] = "none"  # local backend only
+    image_prefix: str = ""
+    env: dict[str, str] = Field(default_factory=dict)
+    startup_timeout: float = 600.0
+    judge_agent: JudgeAgentConfig | None = None
+    backend_kwargs: dict[str, Any] = Field(default_factory=dict)  # passed to the backend as-is
+
+
+class MimoConfig(_Strict):
+    use_dataset_env: bool = True
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+
+
+class NamedConfig(BaseModel):
+    """A validated config with the name recorded in every output (the file's stem)."""
+
+    name: str
+    path: str
+    config: MimoConfig
+
+    def redacted(self) -> dict[str, Any]:
+        return redact(self.config.model_dump(mode="json"))
+
+
+def expand_vars(value: Any, source: str) -> Any:
+    """Expand `${VAR}` / `${VAR:-default}` in every string of a parsed YAML tree."""
+    if isinstance(value, str):
+        def sub(m: re.Match[str]) -> str:
+            var, default = m.group(1), m.group(2)
+            if var in os.environ:
+                return os.environ[var]
+            if default is not None:
+                return default
+            raise ConfigError(f"{source}: environment variable ${{{var}}} is not set and has no default")
+        return _VAR.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: expand_vars(v, source) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_vars(v, source) for v in value]
+    return value
+
+
+def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, val in patch.items():
+        if isinstance(val, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], val)
+        else:
+            out[key] = copy.deepcopy(val)
+    return out
+
+
+def parse_override(text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"--override-config: not valid JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(data, dict):
+        raise ConfigError("--override-config: must be a JSON object, e.g. '{\"agent\": {\"step_limit\": 50}}'")
+    return data
+
+
+def _format_validation(source: str, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        path = ".".join(str(p) for p in e["loc"]) or "<root>"
+        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        lines.append(f"{source}: {path}: {msg}")
+    return "; ".join(lines)
+
+
+def validate_config(data: Any, source: str) -> MimoConfig:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: top level must be a mapping with agent/environment/model blocks")
+    try:
+        return MimoConfig.model_validate(expand_vars(data, source))
+    except ValidationError as e:
+        raise ConfigError(_format_validation(source, e)) from None
+
+
+def load_config(path: str | Path, overrides: list[dict[str, Any]] | None = None) -> NamedConfig:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: invalid YAML: {e}") from None
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: top level must be a mapping with agent/environment/model blocks")
+    for patch in overrides or []:
+        raw = deep_merge(raw, patch)
+    return NamedConfig(name=path.stem, path=str(path), config=validate_config(raw, str(path)))
+
+
+def load_configs(paths: list[str], overrides: list[dict[str, Any]] | None = None) -> list[NamedConfig]:
+    configs = [load_config(p, overrides) for p in paths]
+    names = [c.name for c in configs]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise ConfigError(f"config names must be unique (file stems): {sorted(dupes)} given more than once")
+    return configs
+
+
+def assign_config(instance_id: str, configs: list[NamedConfig], seed: int = 0) -> NamedConfig:
+    """Pick one config per instance at random, reproducibly and independently of dataset order."""
+    if len(configs) == 1:
+        return configs[0]
+    return random.Random(f"{seed}:{instance_id}").choice(configs)
+
+
+def redact(data: Any) -> Any:
+    """Replace the values of secret-looking keys, so saved configs never carry credentials."""
+    if isinstance(data, dict):
+        return {
+            k: (REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "") else redact(v))
+            for k, v in data.items()
+        }
+    if isinstance(data, list):
+        return [redact(v) for v in data]
+    return data

@@ -1,0 +1,78 @@
+"""The DatasetType seam: a row schema, how to set up a sandbox from a row, how to grade it in place."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Protocol
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from mimo_core.environments.base import Environment, SandboxSpec
+
+
+class Rubric(BaseModel):
+    rubrics: list[str | dict[str, Any]] = Field(default_factory=list)
+
+
+class Task(BaseModel):
+    """One validated dataset row. Type-specific fields live on subclasses in each dataset-type module;
+    unknown fields are kept (and are available to templates) rather than dropped."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    instance_id: str = Field(validation_alias=AliasChoices("instance_id", "id", "task_id"))
+    dataset_type: str = "generic"
+    problem_statement: str = Field(
+        validation_alias=AliasChoices("problem_statement", "instruction", "prompt", "task")
+    )
+    image: str | None = None
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    rubric: Rubric | None = None
+    # Filled by the loader, for messages and for resolving relative paths
+    source: str | None = Field(default=None, exclude=True)
+    row_number: int | None = Field(default=None, exclude=True)
+
+    def template_vars(self) -> dict[str, Any]:
+        """Fields a jinja template may use: every row field, plus `task` = the problem statement."""
+        data = self.model_dump(mode="json")
+        data["task"] = self.problem_statement
+        return data
+
+
+class Grade(BaseModel):
+    """The verifier's verdict. `infra_error` set means the grading path broke: not a failed solution."""
+
+    reward: float | None = None
+    passed: bool = False
+    details: dict[str, Any] = Field(default_factory=dict)  # becomes reward_extra_info.json
+    infra_error: str | None = None
+
+
+EnvFactory = Callable[[SandboxSpec], Environment]  # starts a fresh sandbox (e.g. a separate verifier)
+
+
+class DatasetType(Protocol):
+    name: ClassVar[str]
+    row_model: ClassVar[type[Task]]
+
+    def sandbox_spec(self, task: Task, cwd: str | None, timeout: float, use_dataset_env: bool) -> SandboxSpec:
+        ...
+
+    def setup(self, env: Environment, task: Task) -> None:
+        """Bring a started sandbox to the task's initial state."""
+        ...
+
+    def collect_submission(self, env: Environment, task: Task) -> str:
+        """The agent's result, usually the diff of the working tree against the task's base."""
+        ...
+
+    def gold_submission(self, task: Task) -> str | None:
+        """The reference solution, for `--recalc-input gt` and the oracle agent."""
+        ...
+
+    def apply_submission(self, env: Environment, task: Task, submission: str) -> tuple[bool, str]:
+        """Put a saved submission into a fresh sandbox (recalc). Returns (applied, log)."""
+        ...
+
+    def grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
+        ...

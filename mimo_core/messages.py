@@ -1,0 +1,60 @@
+"""The conversation types every model protocol converts to and from.
+
+Messages are kept in OpenAI chat shape (role, content, tool_calls, tool_call_id) because that is what
+trainers consume; protocol-specific pieces that must be sent back verbatim (Anthropic thinking blocks with
+their signatures, Responses reasoning items) ride along in `provider_items`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it; parsing errors are the agent's business
+
+
+class Message(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str | None = None  # readable reasoning/thinking text, if the protocol exposes it
+    provider_items: list[dict[str, Any]] | None = None  # opaque items to send back to the same protocol
+
+    def to_openai(self) -> dict[str, Any]:
+        """OpenAI chat-format dict, as written to traj.json."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        if self.reasoning is not None:
+            out["reasoning_content"] = self.reasoning
+        if self.provider_items:
+            out["provider_items"] = self.provider_items
+        return out
+
+
+class ToolSchema(BaseModel):
+    """A tool as offered to the model; each protocol module renders it in its own wire format."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = Field(default_factory=dict)  # JSON schema of the arguments
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
