@@ -1,0 +1,122 @@
+"""results.jsonl: one record per (instance, config, rollout), appended atomically, never duplicated.
+
+A record is written last, after traj.json and reward_extra_info.json, so its presence is what marks a
+rollout finished; a killed run leaves no record and the next run redoes that rollout.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+RESULTS_FILE = "results.jsonl"
+
+
+class ResultRecord(BaseModel):
+    run_id: str
+    instance_id: str
+    config_name: str
+    rollout_index: int = 0
+    dataset_type: str = "generic"
+    agent_type: str = "default"
+    model_name: str | None = None
+    exit_status: str
+    infra_error: bool = False  # True: rerun on resume (model unreachable, sandbox crash, verifier crash)
+    error_class: str | None = None
+    error: str | None = None
+    reward: float | None = None  # null until graded
+    passed: bool | None = None
+    grading: dict[str, Any] = Field(default_factory=dict)  # key fields of reward_extra_info (f2p, p2p, ...)
+    judge_score: float | None = None
+    recalc: str | None = None  # None for agent runs; "gt" or the source directory for recalcs
+    steps: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float = 0.0
+    duration_s: float = 0.0
+    started_at: str | None = None
+    ended_at: str | None = None
+    output_dir: str  # the rollout's directory, relative to the run's output folder
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.instance_id, self.config_name, self.rollout_index)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Serialise writers across threads and processes sharing one output folder."""
+    lock = path.with_name(path.name + ".lock")
+    with open(lock, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temp file and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class ResultsStore:
+    def __init__(self, output_dir: str | Path):
+        self.dir = Path(output_dir)
+        self.path = self.dir / RESULTS_FILE
+
+    def load(self) -> dict[tuple[str, str, int], ResultRecord]:
+        """Last record per key wins; a torn final line (power loss mid-write) is ignored, not fatal."""
+        records: dict[tuple[str, str, int], ResultRecord] = {}
+        if not self.path.exists():
+            return records
+        with open(self.path) as fh:
+            for line in fh:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rec = ResultRecord.model_validate_json(line)
+                except ValueError:
+                    continue
+                records[rec.key] = rec
+        return records
+
+    def finished(self) -> dict[tuple[str, str, int], ResultRecord]:
+        return {k: r for k, r in self.load().items() if not r.infra_error}
+
+    def put(self, record: ResultRecord) -> None:
+        """Append a new key with one write; replace an existing key by rewriting the file atomically."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        line = record.model_dump_json() + "\n"
+        with _locked(self.path):
+            existing = self.load()
+            if record.key not in existing:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, line.encode())
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                return
+            existing[record.key] = record
+            atomic_write_text(self.path, "".join(r.model_dump_json() + "\n" for r in existing.values()))
+
+
+def write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
