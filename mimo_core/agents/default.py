@@ -1,0 +1,163 @@
+"""The default tool-calling agent: one short loop of model ⇄ tools ⇄ environment, with limits.
+
+Every limit ends the rollout with its own exit status, and every model call is handed to the context as it
+happens (agent_msgs/), so a killed run still leaves its training samples behind.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from mimo_core.agents.base import AgentContext, AgentResult, ExitStatus
+from mimo_core.agents.templates import render
+from mimo_core.config import AgentConfig
+from mimo_core.datasets.base import Task
+from mimo_core.environments.base import Environment
+from mimo_core.errors import ModelError, SandboxError
+from mimo_core.messages import Message, ToolCall
+from mimo_core.models.base import Model, Usage
+from mimo_core.tools.base import Tool, ToolError
+from mimo_core.trajectory import CallRecord
+
+NO_TOOL_CALL = (
+    "Your reply had no tool call. Act by calling one of the tools; call `submit` when the task is done."
+)
+
+
+class DefaultAgent:
+    def __init__(
+        self, config: AgentConfig, model: Model, tools: list[Tool], cancel: threading.Event | None = None
+    ):
+        self.config = config
+        self.model = model
+        self.tools = {t.schema.name: t for t in tools}
+        self.schemas = [t.schema for t in tools]
+        self.cancel = cancel
+
+    def initial_messages(self, task: Task, env: Environment) -> list[Message]:
+        variables = {**task.template_vars(), "cwd": env.spec.cwd}
+        return [
+            Message(role="system", content=render(self.config.system_template, variables, "agent.system_template")),
+            Message(role="user", content=render(self.config.instance_template, variables, "agent.instance_template")),
+        ]
+
+    def run(self, task: Task, env: Environment, ctx: AgentContext) -> AgentResult:
+        messages = self.initial_messages(task, env)
+        state = _LoopState()
+        status, error = self._loop(messages, env, ctx, state)
+        ctx.log(f"agent finished: {status.value}" + (f" ({error})" if error else ""))
+        return AgentResult(
+            exit_status=status, error=error, messages=[m.to_openai() for m in messages],
+            tools=[s.to_openai() for s in self.schemas], calls=state.calls, steps=state.steps,
+            usage=state.usage, cost=state.cost,
+        )
+
+    def _limit_reached(self, state: _LoopState) -> ExitStatus | None:
+        c = self.config
+        if c.step_limit and state.steps >= c.step_limit:
+            return ExitStatus.STEP_LIMIT
+        if c.cost_limit and state.cost >= c.cost_limit:
+            return ExitStatus.COST_LIMIT
+        if c.time_limit and time.monotonic() - state.started >= c.time_limit:
+            return ExitStatus.TIME_LIMIT
+        if self.cancel is not None and self.cancel.is_set():
+            return ExitStatus.INTERRUPTED
+        return None
+
+    def _loop(
+        self, messages: list[Message], env: Environment, ctx: AgentContext, state: _LoopState
+    ) -> tuple[ExitStatus, str | None]:
+        while True:
+            if (limit := self._limit_reached(state)) is not None:
+                return limit, None
+            try:
+                resp = self.model.query(messages, self.schemas)
+            except ModelError as e:
+                return ExitStatus(e.exit_status), f"{type(e).__name__}: {e}"
+            state.steps += 1
+            state.add(resp)
+            ctx.record_call(state.steps, resp.request, resp.response)
+            msg = resp.message
+            messages.append(msg)
+            ctx.log(f"step {state.steps}: {_describe(msg)}")
+            if not msg.tool_calls:
+                state.format_errors += 1
+                messages.append(Message(role="user", content=NO_TOOL_CALL))
+            else:
+                try:
+                    submitted = self._run_calls(msg.tool_calls, messages, env, ctx, state)
+                except SandboxError as e:
+                    return ExitStatus.ENVIRONMENT_ERROR, str(e)
+                if submitted:
+                    return ExitStatus.SUBMITTED, None
+            if state.format_errors > self.config.max_format_errors:
+                return ExitStatus.FORMAT_ERRORS, f"{state.format_errors} consecutive malformed replies"
+
+    def _run_calls(
+        self, calls: list[ToolCall], messages: list[Message], env: Environment, ctx: AgentContext,
+        state: _LoopState,
+    ) -> bool:
+        """Answer every call (protocols require a result per call id); True once `submit` was called."""
+        submitted = False
+        malformed = False
+        for call in calls:
+            output, done, bad = self._run_one(call, env)
+            malformed |= bad
+            submitted |= done
+            ctx.log(f"  {call.name} -> {output[:200]!r}")
+            messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=output))
+        state.format_errors = state.format_errors + 1 if malformed else 0
+        return submitted
+
+    def _run_one(self, call: ToolCall, env: Environment) -> tuple[str, bool, bool]:
+        """Returns (observation, submitted, malformed)."""
+        tool = self.tools.get(call.name)
+        if tool is None:
+            return f"Error: unknown tool {call.name!r}. Available tools: {sorted(self.tools)}.", False, True
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except json.JSONDecodeError as e:
+            return f"Error: the arguments of {call.name} are not valid JSON ({e.msg}). Send a JSON object.", False, True
+        if not isinstance(args, dict):
+            return f"Error: the arguments of {call.name} must be a JSON object.", False, True
+        try:
+            result = tool.run(args, env)
+        except ToolError as e:
+            return f"Error: {e}", False, False
+        return result.output, result.submitted, False
+
+
+class _LoopState:
+    __slots__ = ("steps", "cost", "usage", "calls", "format_errors", "started")
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.cost = 0.0
+        self.usage = Usage()
+        self.calls: list[CallRecord] = []
+        self.format_errors = 0
+        self.started = time.monotonic()
+
+    def add(self, resp: Any) -> None:
+        u = resp.usage
+        self.usage = Usage(
+            prompt_tokens=self.usage.prompt_tokens + u.prompt_tokens,
+            completion_tokens=self.usage.completion_tokens + u.completion_tokens,
+            cached_tokens=self.usage.cached_tokens + u.cached_tokens,
+            reasoning_tokens=self.usage.reasoning_tokens + u.reasoning_tokens,
+        )
+        self.cost += resp.cost
+        self.calls.append(CallRecord(
+            step=self.steps, usage=u, latency_s=resp.latency_s, cost=resp.cost, attempts=resp.attempts,
+            finish_reason=resp.finish_reason, token_ids=resp.token_ids,
+            prompt_token_ids=resp.prompt_token_ids, logprobs=resp.logprobs,
+        ))
+
+
+def _describe(msg: Message) -> str:
+    if msg.tool_calls:
+        return ", ".join(f"{c.name}({c.arguments[:160]})" for c in msg.tool_calls)
+    return f"text only: {(msg.content or '')[:160]!r}"

@@ -1,0 +1,43 @@
+"""Agent types by name. Imports lazily so a run pays only for the agent it uses."""
+
+from __future__ import annotations
+
+import threading
+
+from mimo_core.agents.base import Agent
+from mimo_core.config import MimoConfig, ModelConfig
+from mimo_core.datasets.base import DatasetType
+from mimo_core.errors import ConfigError
+from mimo_core.models.base import Model
+
+KNOWN_AGENTS = ("default", "oracle")
+_models: dict[str, object] = {}
+_models_lock = threading.Lock()
+
+
+def shared_model(config: ModelConfig) -> Model:
+    """One model client per distinct model block, shared by every rollout: connections get reused."""
+    from mimo_core.models.factory import make_model
+
+    key = config.model_dump_json()
+    with _models_lock:
+        if key not in _models:
+            _models[key] = make_model(config)
+        return _models[key]  # type: ignore[return-value]
+
+
+def make_agent(
+    config: MimoConfig, dataset_type: DatasetType, cancel: threading.Event | None = None
+) -> Agent:
+    kind = config.agent.type
+    if kind == "default":
+        from mimo_core.agents.default import DefaultAgent
+        from mimo_core.tools.registry import build_tools
+
+        tools = build_tools(config.agent.tools, config.environment.timeout, config.agent.observation_max_chars)
+        return DefaultAgent(config.agent, shared_model(config.model), tools, cancel=cancel)
+    if kind == "oracle":
+        from mimo_core.agents.oracle import OracleAgent
+
+        return OracleAgent(dataset_type)
+    raise ConfigError(f"agent.type: unknown agent type {kind!r}; known: {list(KNOWN_AGENTS)}")

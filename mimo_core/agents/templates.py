@@ -1,0 +1,27 @@
+"""Jinja rendering with StrictUndefined: an undefined variable is an error, never an empty string."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+
+from mimo_core.errors import ConfigError
+
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+@lru_cache(maxsize=256)
+def _compile(source: str) -> jinja2.Template:
+    """Compiled once per distinct template: recompiling every step costs ~1.5 ms."""
+    return _ENV.from_string(source)
+
+
+def render(source: str, variables: dict[str, Any], where: str) -> str:
+    try:
+        return _compile(source).render(**variables)
+    except jinja2.UndefinedError as e:
+        raise ConfigError(f"{where}: {e.message}; available: {sorted(variables)}") from None
+    except jinja2.TemplateSyntaxError as e:
+        raise ConfigError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None

@@ -1,0 +1,37 @@
+"""Per-rollout files written as things happen: instance.log (for people) and agent_msgs/ (for trainers)."""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from mimo_core.results import atomic_write_text
+
+
+class RolloutRecorder:
+    """Implements AgentContext. One per rollout directory; closed by the rollout."""
+
+    def __init__(self, rollout_dir: Path):
+        self.dir = rollout_dir
+        self.msgs_dir = rollout_dir / "agent_msgs"
+        self.msgs_dir.mkdir(parents=True, exist_ok=True)
+        self._log = open(rollout_dir / "instance.log", "a", buffering=1)  # noqa: SIM115 - lives as long as the rollout
+
+    def log(self, text: str) -> None:
+        self._log.write(f"{time.strftime('%H:%M:%S')} {text}\n")
+
+    def log_exception(self, where: str) -> None:
+        self.log(f"{where}:\n{traceback.format_exc()}")
+
+    def record_call(self, step: int, request: dict[str, Any], response: dict[str, Any]) -> None:
+        """The exact request messages and the response of one call: a training sample."""
+        atomic_write_text(
+            self.msgs_dir / f"step_{step:04d}.json",
+            json.dumps({"step": step, "request": request, "response": response}, ensure_ascii=False),
+        )
+
+    def close(self) -> None:
+        self._log.close()

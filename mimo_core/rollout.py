@@ -1,0 +1,256 @@
+"""Run ONE (instance, config, k) end to end: sandbox up → agent → submission → judge → verifier → files.
+
+The CLI and the Dagster assets both call `run_one`. It never raises for a rollout's own failure: every
+outcome becomes a ResultRecord, and the results.jsonl line is written last so that its presence is what
+marks a rollout finished.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from mimo_core import __version__
+from mimo_core.agents.base import INFRA_STATUSES, AgentResult, ExitStatus
+from mimo_core.config import NamedConfig
+from mimo_core.datasets.base import DatasetType, Grade, Task
+from mimo_core.environments.base import Environment, SandboxSpec, make_environment
+from mimo_core.errors import ConfigError, MimoError, SandboxError
+from mimo_core.recorder import RolloutRecorder
+from mimo_core.results import ResultRecord, ResultsStore, write_json
+from mimo_core.trajectory import ModelInfo, Timings, Trajectory
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+GT = "gt"
+
+
+def safe_name(text: str) -> str:
+    return _UNSAFE.sub("_", text).strip("._") or "_"
+
+
+class RolloutJob(BaseModel):
+    """Everything one rollout needs; picklable, so batches can run in threads or processes."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    task: Task
+    config: NamedConfig
+    rollout_index: int = 0
+    output_dir: Path
+    run_id: str
+    recalc: str | None = None  # None: run the agent; "gt": grade the reference; else a source directory
+    recalc_submission: str | None = None  # the saved submission, for a recalc from a directory
+
+    @property
+    def rel_dir(self) -> str:
+        return f"{safe_name(self.task.instance_id)}/{safe_name(self.config.name)}/{self.rollout_index}"
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.task.instance_id, self.config.name, self.rollout_index)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _dataset_type(name: str) -> DatasetType:
+    from mimo_core.datasets.registry import get_dataset_type
+
+    return get_dataset_type(name)
+
+
+class _Sandboxes:
+    """Every sandbox a rollout starts (the agent's and any separate verifier's), stopped in one place."""
+
+    def __init__(self, job: RolloutJob):
+        self.job = job
+        self.started: list[Environment] = []
+
+    def spec_for(self, dtype: DatasetType) -> SandboxSpec:
+        cfg = self.job.config.config
+        spec = dtype.sandbox_spec(self.job.task, cfg.environment.cwd, cfg.environment.timeout, cfg.use_dataset_env)
+        if spec.image and cfg.environment.image_prefix and not spec.image.startswith(cfg.environment.image_prefix):
+            spec.image = cfg.environment.image_prefix + spec.image
+        spec.env = {**spec.env, **cfg.environment.env}
+        return spec
+
+    def new(self, spec: SandboxSpec) -> Environment:
+        job = self.job
+        spec = spec.model_copy(deep=True)
+        spec.labels = {
+            **spec.labels, "mimoagent.run_id": job.run_id, "mimoagent.instance": job.task.instance_id,
+            "mimoagent.config": job.config.name, "mimoagent.rollout": str(job.rollout_index),
+        }
+        env = make_environment(job.config.config.environment, spec)
+        self.started.append(env)
+        env.start()
+        return env
+
+    def stop_all(self, rec: RolloutRecorder) -> None:
+        for env in self.started:
+            try:
+                env.stop()
+            except Exception:
+                rec.log_exception("stopping a sandbox failed")
+
+
+def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRecord:
+    rollout_dir = job.output_dir / job.rel_dir
+    if rollout_dir.exists():  # left by an unfinished earlier attempt: never mistaken for a result
+        shutil.rmtree(rollout_dir)
+    rollout_dir.mkdir(parents=True)
+    rec = RolloutRecorder(rollout_dir)
+    try:
+        record = _run(job, rollout_dir, rec, cancel)
+    finally:
+        rec.close()
+    ResultsStore(job.output_dir).put(record)
+    return record
+
+
+def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutRecorder, cancel: threading.Event | None) -> ResultRecord:
+    task = job.task
+    t0 = time.monotonic()
+    timings = Timings(started_at=_now())
+    rec.log(f"rollout {job.rel_dir} run={job.run_id} config={job.config.name} dataset_type={task.dataset_type}")
+    agent_result = AgentResult(exit_status=ExitStatus.INTERNAL_ERROR)
+    grade: Grade | None = None
+    judge: dict[str, Any] | None = None
+    submission: str | None = None
+    sandboxes = _Sandboxes(job)
+    try:
+        dtype = _dataset_type(task.dataset_type)
+        env = sandboxes.new(sandboxes.spec_for(dtype))
+        dtype.setup(env, task)
+        timings.env_setup_s = time.monotonic() - t0
+        rec.log(f"sandbox ready in {timings.env_setup_s:.2f}s, cwd={env.spec.cwd}")
+        t1 = time.monotonic()
+        agent_result, submission = _act(job, dtype, env, rec, cancel)
+        timings.agent_s = time.monotonic() - t1
+        if agent_result.exit_status not in INFRA_STATUSES:
+            t2 = time.monotonic()
+            judge = _judge(job, env, rollout_dir, rec)
+            grade = _grade(dtype, env, task, submission, sandboxes, rec)
+            timings.grading_s = time.monotonic() - t2
+    except SandboxError as e:
+        rec.log_exception("sandbox error")
+        agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.ENVIRONMENT_ERROR, "error": str(e)})
+    except (ConfigError, MimoError) as e:
+        rec.log(f"error: {e}")
+        agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.INTERNAL_ERROR, "error": str(e)})
+    except Exception as e:  # a bug must not take the whole batch down; the record says what broke
+        rec.log_exception("internal error")
+        agent_result = agent_result.model_copy(
+            update={"exit_status": ExitStatus.INTERNAL_ERROR, "error": f"{type(e).__name__}: {e}"})
+    finally:
+        sandboxes.stop_all(rec)
+    timings.ended_at = _now()
+    timings.total_s = time.monotonic() - t0
+    return _write_outputs(job, rollout_dir, rec, agent_result, submission, grade, judge, timings)
+
+
+def _act(
+    job: RolloutJob, dtype: DatasetType, env: Environment, rec: RolloutRecorder, cancel: threading.Event | None
+) -> tuple[AgentResult, str | None]:
+    """Run the agent, or, for a recalc, put the reference/saved submission in place instead."""
+    if job.recalc is None:
+        from mimo_core.agents.factory import make_agent
+
+        agent = make_agent(job.config.config, dtype, cancel=cancel)
+        result = agent.run(job.task, env, rec)
+        if result.exit_status in INFRA_STATUSES:
+            return result, None
+        submission = result.submission if result.submission is not None else dtype.collect_submission(env, job.task)
+        return result, submission
+    submission = dtype.gold_submission(job.task) if job.recalc == GT else job.recalc_submission
+    if submission is None:
+        raise MimoError(f"instance {job.task.instance_id}: no {'reference' if job.recalc == GT else 'saved'} "
+                        "submission to recalculate")
+    applied, log = dtype.apply_submission(env, job.task, submission)
+    rec.log(f"recalc ({job.recalc}): submission {'applied' if applied else 'did NOT apply'}\n{log[-2000:]}")
+    return AgentResult(exit_status=ExitStatus.RECALCULATED), submission
+
+
+def _judge(job: RolloutJob, env: Environment, rollout_dir: Path, rec: RolloutRecorder) -> dict[str, Any] | None:
+    judge_cfg = job.config.config.environment.judge_agent
+    if judge_cfg is None or job.task.rubric is None or not job.task.rubric.rubrics:
+        return None
+    from mimo_core.agents.judge import run_judge
+
+    rec.log("judge: scoring rubrics")
+    return run_judge(judge_cfg, job.task, env, rollout_dir / "judge").model_dump(mode="json")
+
+
+def _grade(
+    dtype: DatasetType, env: Environment, task: Task, submission: str | None, sandboxes: _Sandboxes,
+    rec: RolloutRecorder,
+) -> Grade:
+    grade = dtype.grade(env, task, submission or "", sandboxes.new)
+    rec.log(f"graded: reward={grade.reward} passed={grade.passed}"
+            + (f" infra_error={grade.infra_error}" if grade.infra_error else ""))
+    return grade
+
+
+def _grading_summary(details: dict[str, Any]) -> dict[str, Any]:
+    """The scalar fields of reward_extra_info (f2p/p2p counts, apply_failed, ...) for results.jsonl."""
+    return {k: v for k, v in details.items()
+            if isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 200)}
+
+
+def _model_info(job: RolloutJob) -> ModelInfo | None:
+    cfg = job.config.config
+    if job.recalc is not None or cfg.agent.type == "oracle":
+        return None
+    from urllib.parse import urlparse
+
+    base_url = cfg.model.model_kwargs.get("base_url")
+    host = urlparse(str(base_url)).netloc.rsplit("@", 1)[-1] if base_url else None
+    return ModelInfo(name=cfg.model.model_name, protocol=cfg.model.protocol, endpoint_host=host)
+
+
+def _write_outputs(
+    job: RolloutJob, rollout_dir: Path, rec: RolloutRecorder, agent: AgentResult, submission: str | None,
+    grade: Grade | None, judge: dict[str, Any] | None, timings: Timings,
+) -> ResultRecord:
+    status = agent.exit_status
+    error = agent.error
+    if grade is not None and grade.infra_error:
+        status, error = ExitStatus.GRADING_ERROR, grade.infra_error
+    infra = status in INFRA_STATUSES
+    extra: dict[str, Any] = {"reward": grade.reward if grade else None, **(grade.details if grade else {})}
+    if judge is not None:
+        extra["judge"] = judge
+    write_json(rollout_dir / "reward_extra_info.json", extra)
+    model = _model_info(job)
+    traj = Trajectory(
+        framework_version=__version__, run_id=job.run_id, instance_id=job.task.instance_id,
+        dataset_type=job.task.dataset_type, config_name=job.config.name, rollout_index=job.rollout_index,
+        agent_type="recalc" if job.recalc else job.config.config.agent.type, model=model,
+        tools=agent.tools, messages=agent.messages, calls=agent.calls, exit_status=str(agent.exit_status),
+        error=agent.error, submission=submission, steps=agent.steps, usage=agent.usage, cost=agent.cost,
+        timings=timings, config=job.config.redacted(),
+    )
+    write_json(rollout_dir / "traj.json", traj.model_dump(mode="json"))
+    rec.log(f"done: {status.value} reward={grade.reward if grade else None} in {timings.total_s:.2f}s")
+    return ResultRecord(
+        run_id=job.run_id, instance_id=job.task.instance_id, config_name=job.config.name,
+        rollout_index=job.rollout_index, dataset_type=job.task.dataset_type, agent_type=traj.agent_type,
+        model_name=model.name if model else None, exit_status=status.value, infra_error=infra,
+        error_class=status.value if (infra or error) else None, error=(error or None) and error[:500],
+        reward=None if infra or grade is None else grade.reward,
+        passed=None if infra or grade is None else grade.passed,
+        grading=_grading_summary(grade.details) if grade else {},
+        judge_score=(judge or {}).get("score"), recalc=job.recalc,
+        steps=agent.steps, prompt_tokens=agent.usage.prompt_tokens,
+        completion_tokens=agent.usage.completion_tokens, cached_tokens=agent.usage.cached_tokens,
+        reasoning_tokens=agent.usage.reasoning_tokens, cost=agent.cost, duration_s=round(timings.total_s, 3),
+        started_at=timings.started_at, ended_at=timings.ended_at, output_dir=job.rel_dir,
+    )
