@@ -1,0 +1,95 @@
+"""What the three protocol modules share: kwargs splitting, the query loop with retries, cost, JSON bodies.
+
+Each protocol builds its JSON body by hand and posts it through its SDK client's low-level `post()`:
+the SDKs' `create()` re-walks every message on every call (quadratic over a rollout), which is most of
+a peer framework's CPU per step. Auth, base URL, headers and timeouts still come from the official SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from mimo_core.config import ModelConfig, PricingConfig
+from mimo_core.messages import Message, ToolSchema
+from mimo_core.models.base import ModelResponse, Usage
+from mimo_core.models.retry import call_with_retry
+
+# Keys that configure the SDK client rather than the request body (and never enter `request`).
+CLIENT_KEYS = frozenset({
+    "base_url", "api_key", "timeout", "default_headers", "default_query", "organization", "project",
+    "auth_token", "http_client", "websocket_base_url",
+})
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def split_kwargs(cfg: ModelConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split `model_kwargs` into SDK-client kwargs and request-body kwargs."""
+    client = {k: v for k, v in cfg.model_kwargs.items() if k in CLIENT_KEYS}
+    request = {k: v for k, v in cfg.model_kwargs.items() if k not in CLIENT_KEYS}
+    client.setdefault("timeout", cfg.retry.timeout)
+    client["max_retries"] = 0  # we retry ourselves, with our own policy and attempt count
+    return client, request
+
+
+def host_of(base_url: object) -> str:
+    """host[:port] of a base URL: what the trajectory records instead of the URL (which may carry secrets)."""
+    parts = urlsplit(str(base_url))
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def compute_cost(usage: Usage, pricing: PricingConfig | None) -> float:
+    if pricing is None:
+        return 0.0
+    cached_price = pricing.cached_input if pricing.cached_input is not None else pricing.input
+    uncached = max(usage.prompt_tokens - usage.cached_tokens, 0)
+    return (uncached * pricing.input + usage.cached_tokens * cached_price
+            + usage.completion_tokens * pricing.output) / 1e6
+
+
+def as_int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+class ProtocolModel:
+    """The query loop every protocol shares; subclasses provide the body, the post and the parse."""
+
+    protocol: str = ""
+    path: str = ""
+
+    def __init__(self, cfg: ModelConfig, client: Any, request_kwargs: dict[str, Any]):
+        self.cfg = cfg
+        self.name = cfg.model_name
+        self.client = client
+        self.request_kwargs = request_kwargs
+        self.endpoint_host = host_of(client.base_url)
+
+    def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parse(self, data: dict[str, Any], out: ModelResponse) -> None:
+        """Fill `out` (message, usage, finish_reason, token ids, logprobs) from the raw response body."""
+        raise NotImplementedError
+
+    def _post(self, payload: bytes) -> Any:
+        return self.client.post(self.path, body=payload, cast_to=object)
+
+    def query(self, messages: list[Message], tools: list[ToolSchema]) -> ModelResponse:
+        body = self.build_body(messages, tools)
+        payload = _dumps(body).encode()
+        start = time.perf_counter()
+        data, attempts = call_with_retry(lambda: self._post(payload), self.cfg.retry, self.name)
+        if not isinstance(data, dict):
+            data = {"raw": data}
+        out = ModelResponse.model_construct(
+            message=Message(role="assistant"), usage=Usage(), latency_s=time.perf_counter() - start,
+            cost=0.0, attempts=attempts, finish_reason=None, token_ids=None, prompt_token_ids=None,
+            logprobs=None, request=body, response=data,
+        )
+        self.parse(data, out)
+        out.cost = compute_cost(out.usage, self.cfg.pricing)
+        return out

@@ -1,0 +1,92 @@
+"""`protocol: chat` — OpenAI Chat Completions (OpenAI, vLLM, SGLang, gateways) through the `openai` SDK.
+
+Records vLLM's training extras when present: per-token `logprobs` (with `return_tokens_as_token_ids`
+the tokens read "token_id:123"), the choice's `token_ids` and the top-level `prompt_token_ids`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mimo_core.config import ModelConfig
+from mimo_core.messages import Message, ToolCall, ToolSchema
+from mimo_core.models._common import ProtocolModel, as_int, split_kwargs
+from mimo_core.models.base import ModelResponse, Usage
+
+
+def message_to_chat(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in m.tool_calls
+        ]
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    if m.name is not None and m.role != "tool":
+        out["name"] = m.name
+    return out
+
+
+def _token_ids_from_logprobs(entries: list[dict[str, Any]]) -> list[int] | None:
+    ids = []
+    for e in entries:
+        token = e.get("token")
+        if not isinstance(token, str) or not token.startswith("token_id:"):
+            return None
+        try:
+            ids.append(int(token[9:]))
+        except ValueError:
+            return None
+    return ids
+
+
+class ChatModel(ProtocolModel):
+    protocol = "chat"
+    path = "/chat/completions"
+
+    def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.name, "messages": [message_to_chat(m) for m in messages]}
+        if tools:
+            body["tools"] = [t.to_openai() for t in tools]
+        body.update(self.request_kwargs)
+        return body
+
+    def parse(self, data: dict[str, Any], out: ModelResponse) -> None:
+        choices = data.get("choices") or [{}]
+        choice = choices[0]
+        msg = choice.get("message") or {}
+        calls = [
+            ToolCall(id=c.get("id") or f"call_{i}", name=(c.get("function") or {}).get("name") or "",
+                     arguments=(c.get("function") or {}).get("arguments") or "")
+            for i, c in enumerate(msg.get("tool_calls") or ())
+        ]
+        reasoning = msg.get("reasoning_content")
+        if reasoning is None:
+            reasoning = msg.get("reasoning")
+        out.message = Message(role="assistant", content=msg.get("content"), tool_calls=calls or None,
+                              reasoning=reasoning if isinstance(reasoning, str) else None)
+        out.finish_reason = choice.get("finish_reason")
+        usage = data.get("usage") or {}
+        out.usage = Usage(
+            prompt_tokens=as_int(usage.get("prompt_tokens")),
+            completion_tokens=as_int(usage.get("completion_tokens")),
+            cached_tokens=as_int((usage.get("prompt_tokens_details") or {}).get("cached_tokens")),
+            reasoning_tokens=as_int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens")),
+        )
+        entries = (choice.get("logprobs") or {}).get("content")
+        if entries:
+            out.logprobs = [float(e.get("logprob", 0.0)) for e in entries]
+            out.token_ids = _token_ids_from_logprobs(entries)
+        if isinstance(choice.get("token_ids"), list):
+            out.token_ids = choice["token_ids"]
+        prompt_ids = data.get("prompt_token_ids", choice.get("prompt_token_ids"))
+        if isinstance(prompt_ids, list):
+            out.prompt_token_ids = prompt_ids
+
+
+def make_chat_model(cfg: ModelConfig) -> ChatModel:
+    import openai
+
+    client_kwargs, request_kwargs = split_kwargs(cfg)
+    return ChatModel(cfg, openai.OpenAI(**client_kwargs), request_kwargs)

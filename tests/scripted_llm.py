@@ -1,0 +1,349 @@
+"""A scripted LLM endpoint on 127.0.0.1 speaking Chat Completions, Responses and Anthropic Messages.
+
+Tests and benchmarks drive the real SDKs against it, so it has to be cheap per request (it runs at zero
+latency in the overhead benchmark) and stateless per rollout (replies are chosen from the number of
+assistant turns already in the request, so many concurrent rollouts can share one server).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_PATHS = {
+    "/v1/chat/completions": "chat",
+    "/chat/completions": "chat",
+    "/v1/responses": "responses",
+    "/responses": "responses",
+    "/v1/messages": "anthropic",
+    "/messages": "anthropic",
+}
+
+
+@dataclass
+class Reply:
+    """What the scripted model says on one turn."""
+
+    content: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    reasoning: str | None = None
+    raw_arguments: dict[int, str] | None = None  # call index -> raw (possibly malformed) argument text
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+    logprobs: bool = False
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+def call(name: str, **args: Any) -> Reply:
+    """A reply that makes a single tool call."""
+    return Reply(tool_calls=[(name, args)])
+
+
+@dataclass
+class Request:
+    protocol: str  # chat | responses | anthropic
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]  # lower-cased names
+
+    @property
+    def n_assistant_turns(self) -> int:
+        return count_assistant_turns(self.protocol, self.body)
+
+
+Responder = Callable[[Request], Reply]
+
+
+def count_assistant_turns(protocol: str, body: dict[str, Any]) -> int:
+    if protocol == "responses":
+        items = body.get("input")
+        if not isinstance(items, list):
+            return 0
+        turns, in_assistant = 0, False
+        for item in items:
+            is_assistant = item.get("role") == "assistant" or item.get("type") in ("reasoning", "function_call")
+            if is_assistant and not in_assistant:
+                turns += 1
+            in_assistant = is_assistant
+        return turns
+    return sum(1 for m in body.get("messages", ()) if m.get("role") == "assistant")
+
+
+def turns(*replies: Reply) -> Responder:
+    """Reply number n to a request that already holds n assistant turns; past the end, repeat the last."""
+    if not replies:
+        raise ValueError("turns() needs at least one Reply")
+
+    def responder(req: Request) -> Reply:
+        return replies[min(req.n_assistant_turns, len(replies) - 1)]
+
+    return responder
+
+
+def signature_for(thinking: str) -> str:
+    """The signature the server gives a thinking block; replaying any other one is rejected like Anthropic does."""
+    return "sig-" + hashlib.sha256(thinking.encode()).hexdigest()[:24]
+
+
+@dataclass
+class _Injection:
+    status: int
+    times: int
+    retry_after: float | None
+    body: dict[str, Any] | None
+    delay: float
+    headers: dict[str, str] | None
+
+
+class ScriptedLLM:
+    """A threaded HTTP server answering with the replies a responder picks. Use as a context manager."""
+
+    def __init__(self, responder: Responder | None = None, latency: float = 0.0):
+        self.responder: Responder = responder or turns(Reply(content="ok"))
+        self.latency = latency
+        self.requests: list[Request] = []
+        self._lock = threading.Lock()
+        self._injections: list[_Injection] = []
+        self._ids = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle -----------------------------------------------------------------------------------------
+    def start(self) -> ScriptedLLM:
+        handler = type("_BoundHandler", (_Handler,), {"llm": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="scripted-llm", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> ScriptedLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("ScriptedLLM is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    # scripting -----------------------------------------------------------------------------------------
+    def set_responder(self, fn: Responder) -> None:
+        self.responder = fn
+
+    def inject(self, status: int, times: int = 1, retry_after: float | None = None,
+               body: dict[str, Any] | None = None, delay: float = 0.0,
+               headers: dict[str, str] | None = None) -> None:
+        """Make the next `times` requests fail with `status` (status 0 + delay: hang, then answer normally)."""
+        with self._lock:
+            self._injections.append(_Injection(status, times, retry_after, body, delay, headers))
+
+    def _take_injection(self) -> _Injection | None:
+        with self._lock:
+            if not self._injections:
+                return None
+            inj = self._injections[0]
+            inj.times -= 1
+            if inj.times <= 0:
+                self._injections.pop(0)
+            return inj
+
+    def _record(self, req: Request) -> None:
+        with self._lock:
+            self.requests.append(req)
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    llm: ScriptedLLM
+    protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
+    disable_nagle_algorithm = True  # else header and body segments meet delayed ACKs: +40 ms per call
+    wbufsize = -1  # buffer headers + body into one write; flushed by handle_one_request
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        llm = self.llm
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b"{}"
+        path = self.path.split("?", 1)[0]
+        protocol = _PATHS.get(path)
+        if protocol is None:
+            self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
+            return
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            self._send(400, _error_body(protocol, 400, "request body is not JSON"))
+            return
+        req = Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()})
+        llm._record(req)
+        inj = llm._take_injection()
+        if inj is not None:
+            if inj.delay > 0:
+                time.sleep(inj.delay)
+            if inj.status:
+                headers = dict(inj.headers or {})
+                if inj.retry_after is not None:
+                    headers["retry-after"] = f"{inj.retry_after:g}"
+                self._send(inj.status, inj.body or _error_body(protocol, inj.status), headers)
+                return
+        if llm.latency > 0:
+            time.sleep(llm.latency)
+        if protocol == "anthropic":
+            bad = _bad_signature(body)
+            if bad:
+                self._send(400, _error_body(protocol, 400, bad))
+                return
+        try:
+            reply = llm.responder(req)
+        except Exception as e:  # a broken responder should fail the test loudly, not hang the client
+            self._send(500, _error_body(protocol, 500, f"responder raised {type(e).__name__}: {e}"))
+            return
+        render = _RENDER[protocol]
+        self._send(200, render(reply, body, llm.next_id()))
+
+
+def _error_body(protocol: str, status: int, message: str | None = None) -> dict[str, Any]:
+    kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+            404: "not_found_error", 429: "rate_limit_error"}.get(status, "api_error")
+    message = message or f"scripted error {status}"
+    if protocol == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": None, "param": None}}
+
+
+def _bad_signature(body: dict[str, Any]) -> str | None:
+    for m in body.get("messages", ()):
+        if m.get("role") != "assistant" or not isinstance(m.get("content"), list):
+            continue
+        for block in m["content"]:
+            if block.get("type") == "thinking" and block.get("signature") != signature_for(block.get("thinking", "")):
+                return "messages: invalid signature in thinking block"
+    return None
+
+
+def _arguments(reply: Reply, i: int, args: dict[str, Any]) -> str:
+    if reply.raw_arguments and i in reply.raw_arguments:
+        return reply.raw_arguments[i]
+    return json.dumps(args)
+
+
+def _logprob_entries(reply: Reply, as_ids: bool) -> list[dict[str, Any]]:
+    return [
+        {"token": f"token_id:{1000 + i}" if as_ids else f"t{i}", "logprob": -0.01 * (i + 1),
+         "bytes": None, "top_logprobs": []}
+        for i in range(reply.completion_tokens)
+    ]
+
+
+def _render_chat(reply: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{n}_{i}", "type": "function",
+             "function": {"name": name, "arguments": _arguments(reply, i, args)}}
+            for i, (name, args) in enumerate(reply.tool_calls)
+        ]
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
+    choice: dict[str, Any] = {"index": 0, "message": message,
+                              "finish_reason": "tool_calls" if reply.tool_calls else "stop", "logprobs": None}
+    out: dict[str, Any] = {
+        "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
+        "choices": [choice],
+        "usage": {
+            "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+            "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+        },
+    }
+    if reply.logprobs:
+        choice["logprobs"] = {"content": _logprob_entries(reply, bool(body.get("return_tokens_as_token_ids")))}
+        choice["token_ids"] = [1000 + i for i in range(reply.completion_tokens)]
+        out["prompt_token_ids"] = list(range(1, reply.prompt_tokens + 1))
+    return out
+
+
+def _render_responses(reply: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        output.append({"type": "reasoning", "id": f"rs_{n}",
+                       "summary": [{"type": "summary_text", "text": reply.reasoning}],
+                       "encrypted_content": f"enc-{n}"})
+    if reply.content is not None:
+        part: dict[str, Any] = {"type": "output_text", "text": reply.content, "annotations": []}
+        if reply.logprobs:
+            part["logprobs"] = _logprob_entries(reply, False)
+        output.append({"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
+                       "content": [part]})
+    for i, (name, args) in enumerate(reply.tool_calls):
+        output.append({"type": "function_call", "id": f"fc_{n}_{i}", "call_id": f"call_{n}_{i}", "name": name,
+                       "arguments": _arguments(reply, i, args), "status": "completed"})
+    return {
+        "id": f"resp_{n}", "object": "response", "created_at": 0, "model": body.get("model", ""),
+        "status": "completed", "output": output,
+        "usage": {
+            "input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens,
+            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            "input_tokens_details": {"cached_tokens": reply.cached_tokens},
+            "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+        },
+    }
+
+
+def _render_anthropic(reply: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.reasoning is not None:
+        content.append({"type": "thinking", "thinking": reply.reasoning, "signature": signature_for(reply.reasoning)})
+    if reply.content is not None:
+        content.append({"type": "text", "text": reply.content})
+    for i, (name, args) in enumerate(reply.tool_calls):
+        raw = reply.raw_arguments.get(i) if reply.raw_arguments else None
+        content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name,
+                        "input": raw if raw is not None else args})
+    return {
+        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model", ""),
+        "content": content, "stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None,
+        "usage": {"input_tokens": reply.prompt_tokens - reply.cached_tokens, "output_tokens": reply.completion_tokens,
+                  "cache_read_input_tokens": reply.cached_tokens, "cache_creation_input_tokens": 0},
+    }
+
+
+_RENDER = {"chat": _render_chat, "responses": _render_responses, "anthropic": _render_anthropic}
