@@ -1,0 +1,179 @@
+"""`mimoagent`: run rollouts from a shell. Imports stay light so `--help` and start-up are fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from mimo_core.errors import MimoError
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line and exit code 2, not a usage dump."""
+        print(f"mimoagent: error: {message} (see mimoagent --help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="mimoagent",
+        description="Run agent rollouts on a dataset, grade them in place, record trajectories. "
+                    "`mimoagent cleanup` removes leftover containers of crashed runs.",
+    )
+    p.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
+                   help="YAML config; several = one config per instance at random (A/B), seeded")
+    p.add_argument("--dataset", required=True, help="JSONL, parquet, local HF dataset folder or HF hub name")
+    p.add_argument("--split", default=None, help="dataset split (Hugging Face datasets)")
+    p.add_argument("--slice", default=None, metavar="A:B", help="select rows A..B (after --filter/--shuffle)")
+    p.add_argument("--filter", default=None, metavar="REGEX", help="keep instance ids matching REGEX")
+    p.add_argument("--shuffle", action="store_true", help="shuffle instances (seeded by --seed)")
+    p.add_argument("--seed", type=int, default=0, help="seed for --shuffle and A/B config assignment")
+    p.add_argument("--workers", type=int, default=1, help="rollouts run in parallel")
+    p.add_argument("--num-rollouts", type=int, default=1, metavar="K", help="rollouts per instance")
+    p.add_argument("--redo-existing", action="store_true", help="rerun rollouts that already finished")
+    p.add_argument("--override-config", action="append", default=[], metavar="JSON",
+                   help='deep-merged into every config, e.g. \'{"agent": {"step_limit": 50}}\'')
+    p.add_argument("--recalc-input", default=None, metavar="gt|DIR",
+                   help="grade the reference solution (gt) or the submissions saved in DIR; no agent runs")
+    p.add_argument("-o", "--output", required=True, help="output folder")
+    p.add_argument("--run-id", default=None, help=argparse.SUPPRESS)
+    return p
+
+
+def build_cleanup_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mimoagent cleanup", description="Remove sandboxes left behind by crashed runs.")
+    p.add_argument("--run-id", default=None, help="only this run's containers")
+    p.add_argument("--stale-only", action="store_true", help="only containers whose runner process is gone")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["cleanup"]:
+            return _cleanup(build_cleanup_parser().parse_args(argv[1:]))
+        return _run(build_parser().parse_args(argv))
+    except MimoError as e:
+        print(f"mimoagent: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("\nmimoagent: interrupted; finished rollouts are kept, rerun the command to resume",
+              file=sys.stderr)
+        return 130
+
+
+def _cleanup(args: argparse.Namespace) -> int:
+    from mimo_core.environments.docker_cleanup import cleanup
+
+    removed = cleanup(run_id=args.run_id, stale_only=args.stale_only)
+    print(f"removed {removed} container(s)")
+    return 0
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    from mimo_core.errors import ConfigError
+
+    if args.workers < 1:
+        raise ConfigError("--workers must be at least 1")
+    if args.num_rollouts < 1:
+        raise ConfigError("--num-rollouts must be at least 1")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from mimo_core.batch import new_run_id, plan_jobs
+    from mimo_core.config import load_configs, parse_override
+    from mimo_core.datasets.loader import load_tasks, select_tasks
+    from mimo_core.recorders import load_recorders
+
+    _check_flags(args)
+    configs = load_configs(args.config, [parse_override(o) for o in args.override_config])
+    tasks = select_tasks(load_tasks(args.dataset, args.split), args.slice, args.filter, args.shuffle, args.seed)
+    output = Path(args.output)
+    run_id = args.run_id or new_run_id()
+    jobs = plan_jobs(tasks, configs, args.num_rollouts, output, run_id, args.redo_existing, args.seed,
+                     args.recalc_input)
+    skipped = len(tasks) * args.num_rollouts - len(jobs) if args.recalc_input in (None, "gt") else 0
+    print(f"mimoagent: run {run_id}: {len(tasks)} instances, {len(jobs)} rollouts to run"
+          + (f", {skipped} already finished (use --redo-existing to rerun)" if skipped > 0 else "")
+          + f" -> {output}", file=sys.stderr)
+    if any(c.config.environment.environment_class == "docker" for c in configs):
+        from mimo_core.environments.docker_cleanup import cleanup
+
+        cleanup(stale_only=True)
+    request = _request(args, configs, tasks, run_id)
+    recorders = load_recorders(request)
+    for r in recorders:
+        r.start([{"instance_id": j.task.instance_id, "config_name": j.config.name, "rollout_index": j.rollout_index}
+                 for j in jobs])
+    try:
+        _run_with_progress(jobs, args.workers, recorders, args.recalc_input is not None)
+    finally:
+        for r in recorders:
+            r.finish()
+    _print_summary(output)
+    return 0
+
+
+def _request(args: argparse.Namespace, configs: list[Any], tasks: list[Any], run_id: str) -> dict[str, Any]:
+    return {
+        "output_dir": str(Path(args.output).resolve()), "run_id": run_id, "dataset": args.dataset,
+        "split": args.split, "config_paths": [str(Path(c.path).resolve()) for c in configs],
+        "config_names": [c.name for c in configs], "instance_ids": [t.instance_id for t in tasks],
+        "num_rollouts": args.num_rollouts, "recalc": args.recalc_input, "redo_existing": args.redo_existing,
+    }
+
+
+def _run_with_progress(jobs: list[Any], workers: int, recorders: list[Any], recalc: bool) -> list[Any]:
+    from mimo_core.batch import run_jobs
+    from mimo_core.summary import Tally
+
+    tally = Tally(len(jobs))
+    live = sys.stderr.isatty()
+    progress = None
+    if live and jobs:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                            transient=False)
+        bar = progress.add_task(tally.line(), total=len(jobs))
+        progress.start()
+
+    def on_result(record: Any) -> None:
+        tally.add(record)
+        for r in recorders:
+            r.record(record)
+        if recalc:
+            verdict = "Error" if record.infra_error else ("Pass" if record.passed else "Fail")
+            print(f"{record.instance_id} [{record.config_name}#{record.rollout_index}]: Recalculated - {verdict}",
+                  flush=True)
+        if progress is not None:
+            progress.update(bar, advance=1, description=tally.line())
+        elif not recalc:
+            print(f"{record.instance_id} [{record.config_name}#{record.rollout_index}]: {record.exit_status} "
+                  f"reward={record.reward} · {tally.line()}", file=sys.stderr, flush=True)
+
+    try:
+        return run_jobs(jobs, workers, on_result)
+    finally:
+        if progress is not None:
+            progress.stop()
+
+
+def _print_summary(output: Path) -> None:
+    """The table covers every record in the output folder, so a resumed run shows the whole picture."""
+    from mimo_core.results import ResultsStore
+    from mimo_core.summary import render_table, summarize
+
+    records = list(ResultsStore(output).load().values())
+    if records:
+        print(render_table(summarize(records)))
+        print(f"results: {output / 'results.jsonl'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
