@@ -1,0 +1,103 @@
+"""Build the tool list an agent offers its model from the config's `tools:` block.
+
+    tools: [{tool: bash, config: {timeout: 300}}, {tool: read}, {tool: write}, {tool: edit}]
+
+`submit` is added when missing, because an agent must be able to finish.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from mimo_core.config import ToolSpec
+from mimo_core.errors import ConfigError
+from mimo_core.tools.base import Tool
+from mimo_core.tools.bash import BashConfig, BashTool
+from mimo_core.tools.files import EditTool, FileToolConfig, ReadTool, WriteTool
+from mimo_core.tools.submit import SubmitTool
+
+
+class _NoConfig(BaseModel):
+    model_config = {"extra": "forbid"}
+
+
+_CONFIGS: dict[str, type[BaseModel]] = {
+    "bash": BashConfig, "read": FileToolConfig, "write": _NoConfig, "edit": _NoConfig, "submit": _NoConfig,
+}
+KNOWN_TOOLS = sorted(_CONFIGS)
+
+
+def _parse_config(name: str, where: str, raw: dict[str, Any]) -> Any:
+    model = _CONFIGS[name]
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        known = sorted(model.model_fields) or "none"
+        problems = "; ".join(
+            f"{'.'.join(map(str, err['loc']))}: {'unknown key' if err['type'] == 'extra_forbidden' else err['msg']}"
+            for err in e.errors()
+        )
+        raise ConfigError(f"{where}.config: {problems} (known keys for {name}: {known})") from None
+
+
+def build_tool(name: str, config: Any, default_timeout: float | None, observation_max_chars: int) -> Tool:
+    if name == "bash":
+        return BashTool(config, observation_max_chars, default_timeout)
+    if name == "read":
+        return ReadTool(config, observation_max_chars)
+    if name == "write":
+        return WriteTool()
+    if name == "edit":
+        return EditTool()
+    return SubmitTool()
+
+
+def build_tools(specs: list[ToolSpec], default_timeout: float | None = None,
+                observation_max_chars: int = 10000) -> list[Tool]:
+    """One Tool per spec, in order, plus `submit` if absent. Bad names/keys raise ConfigError naming
+    `agent.tools[i]` and the known choices. `default_timeout` None: bash uses the environment's timeout."""
+    tools: list[Tool] = []
+    seen: set[str] = set()
+    for i, spec in enumerate(specs):
+        where = f"agent.tools[{i}]"
+        if isinstance(spec, dict):
+            spec = ToolSpec.model_validate(spec)
+        if spec.tool not in _CONFIGS:
+            raise ConfigError(f"{where}.tool: unknown tool {spec.tool!r}; known tools: {KNOWN_TOOLS}")
+        if spec.tool in seen:
+            raise ConfigError(f"{where}.tool: {spec.tool!r} is listed more than once")
+        seen.add(spec.tool)
+        tools.append(build_tool(spec.tool, _parse_config(spec.tool, where, spec.config),
+                                default_timeout, observation_max_chars))
+    if "submit" not in seen:
+        tools.append(SubmitTool())
+    return tools
+
+
+JUDGE_BASH = (
+    "Run a bash command to inspect the submitted work (list, read, diff, run tests) and return its "
+    "combined output and exit code. cd and export carry over between calls. Do not modify the files: "
+    "you are judging, not fixing. Each call is killed after {timeout}. Long output is shortened to "
+    "its beginning and end."
+)
+
+
+def read_only_tools(default_timeout: float | None = None, observation_max_chars: int = 10000,
+                    bash_timeout: float | None = None) -> list[Tool]:
+    """Tools for an in-environment judge: read, an inspecting bash, and submit for the verdict.
+
+    bash cannot be made truly read-only (any command can write); its description asks the judge not
+    to modify anything, and the judge runs after the submission was collected, so a stray write cannot
+    change what is graded as the agent's work. It keeps its own session, apart from the agent's.
+    """
+    return [
+        ReadTool(None, observation_max_chars),
+        BashTool(BashConfig(timeout=bash_timeout), observation_max_chars, default_timeout,
+                 session="judge", description=JUDGE_BASH),
+        SubmitTool(
+            description="Give your verdict and finish. Call this once, after inspecting the work.",
+            message_description="Your verdict, in the format the instructions ask for.",
+        ),
+    ]
