@@ -82,9 +82,13 @@ class LocalEnvironment:
                 raise SandboxError(f"bubblewrap cannot start a sandbox here: {probe.output.strip()}")
 
     def _bwrap_args(self) -> list[str]:
-        """Read-only host, private /tmp, fresh /proc and /dev, no network; only our folders writable."""
+        """Read-only host, private /tmp, fresh /proc and /dev, no network; only our folders writable.
+
+        The root holding every rollout's folders is hidden behind an empty tmpfs, so one rollout can
+        neither read nor write another's.
+        """
         args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                "--unshare-net", "--die-with-parent"]
+                "--tmpfs", os.path.realpath(self.root), "--unshare-net", "--die-with-parent"]
         for d in (self.spec.cwd, self.scratch_dir, self.home):
             args += ["--bind", d, d]
         return args

@@ -1,0 +1,247 @@
+"""LocalEnvironment against real processes and real files."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mimo_core.config import EnvironmentConfig
+from mimo_core.environments.base import SandboxSpec, make_environment
+from mimo_core.environments.local import LocalEnvironment
+from mimo_core.errors import SandboxError
+from tests.environments.conftest import MakeEnv, needs_bwrap
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie waiting for a reaper (it holds no resources and runs nothing)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"
+
+
+def _wait_dead(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if _dead(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_task_cwd_maps_to_a_fresh_host_work_dir(make_env: MakeEnv, tmp_path: Path) -> None:
+    env = make_env(cwd="/testbed")
+    assert env.spec.cwd != "/testbed" and Path(env.spec.cwd).is_dir()
+    assert env.spec.cwd.startswith(str(tmp_path / "envs"))
+    assert env.execute("pwd").output.strip() == env.spec.cwd
+    assert not Path(env.scratch_dir).is_relative_to(env.spec.cwd)
+    env.write_file("/testbed/pkg/mod.py", b"x = 1\n")
+    assert (Path(env.spec.cwd) / "pkg/mod.py").read_bytes() == b"x = 1\n"
+    assert env.execute("pwd", cwd="/testbed/pkg").output.strip() == f"{env.spec.cwd}/pkg"
+
+
+def test_make_environment_builds_local_backend() -> None:
+    env = make_environment(EnvironmentConfig(environment_class="local"), SandboxSpec())
+    try:
+        env.start()
+        assert env.execute("echo hi").output == "hi\n"
+    finally:
+        env.stop()
+
+
+def test_two_environments_do_not_share_working_dirs(make_env: MakeEnv) -> None:
+    a, b = make_env(), make_env()
+    assert a.spec.cwd != b.spec.cwd and a.scratch_dir != b.scratch_dir
+    a.execute("echo mine > f.txt")
+    assert b.execute("ls").output == ""
+    assert b.execute("cat f.txt").returncode != 0
+
+
+def test_seed_dir_is_copied_and_spec_env_is_set(make_env: MakeEnv, tmp_path: Path) -> None:
+    seed = tmp_path / "seed"
+    (seed / "src").mkdir(parents=True)
+    (seed / "src" / "a.py").write_text("print('a')\n")
+    env = make_env(seed_dir=str(seed), env={"TASK_VAR": "hello world"})
+    assert env.execute("cat src/a.py; echo $TASK_VAR").output == "print('a')\nhello world\n"
+    env.execute("echo changed > src/a.py")
+    assert (seed / "src" / "a.py").read_text() == "print('a')\n"
+
+
+def test_output_merges_stderr_and_keeps_exit_code(make_env: MakeEnv) -> None:
+    result = make_env().execute("echo out; echo err >&2; exit 3")
+    assert result.output == "out\nerr\n"
+    assert result.returncode == 3 and not result.timed_out
+
+
+def test_per_call_env_and_cwd(make_env: MakeEnv) -> None:
+    env = make_env()
+    os.mkdir(os.path.join(env.spec.cwd, "sub"))
+    out = env.execute("pwd; echo $EXTRA", cwd="sub", env={"EXTRA": "x"}).output.split()
+    assert out == [f"{env.spec.cwd}/sub", "x"]
+    missing = env.execute("pwd", cwd="nope")
+    assert missing.returncode != 0 and "nope" in missing.output
+
+
+def test_not_a_login_shell_and_host_secrets_stay_out(make_env: MakeEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MIMO_TEST_API_KEY", "sk-secret")
+    env = make_env()
+    for profile in (".bash_profile", ".profile", ".bashrc"):
+        Path(env.home, profile).write_text("echo PROFILE_WAS_READ\n")
+    out = env.execute("env").output
+    assert "PROFILE_WAS_READ" not in out
+    assert "sk-secret" not in out
+    assert f"HOME={env.home}" in out
+
+
+def test_timeout_kills_the_process_group_and_env_keeps_working(make_env: MakeEnv) -> None:
+    env = make_env()
+    start = time.monotonic()
+    result = env.execute("echo started; sleep 100 & echo $! > bg.pid; sleep 100", timeout=0.5)
+    assert time.monotonic() - start < 5
+    assert result.timed_out and "started" in result.output
+    bg_pid = int(Path(env.spec.cwd, "bg.pid").read_text())
+    assert _wait_dead(bg_pid), "the background child of a timed-out command survived"
+    again = env.execute("echo still alive")
+    assert again.output == "still alive\n" and again.returncode == 0
+
+
+def test_background_job_does_not_hold_the_call_and_stop_kills_it(make_env: MakeEnv) -> None:
+    env = make_env()
+    start = time.monotonic()
+    result = env.execute("sleep 60 & echo $! > bg.pid; echo done")
+    assert time.monotonic() - start < 5 and result.output == "done\n"
+    bg_pid = int(Path(env.spec.cwd, "bg.pid").read_text())
+    assert not _dead(bg_pid)
+    env.stop()
+    assert _wait_dead(bg_pid)
+
+
+def test_file_methods_and_copies(make_env: MakeEnv, tmp_path: Path) -> None:
+    env = make_env()
+    env.write_file("deep/dir/f.sh", b"#!/bin/sh\necho hi\n", mode=0o755)
+    assert env.execute("./deep/dir/f.sh").output == "hi\n"
+    env.write_file("deep/dir/f.sh", b"#!/bin/sh\necho changed\n")
+    assert stat.S_IMODE(os.stat(os.path.join(env.spec.cwd, "deep/dir/f.sh")).st_mode) == 0o755
+    assert env.read_file("deep/dir/f.sh") == b"#!/bin/sh\necho changed\n"
+    with pytest.raises(FileNotFoundError):
+        env.read_file("missing.txt")
+
+    src = tmp_path / "payload"
+    (src / "inner").mkdir(parents=True)
+    (src / "inner" / "x.txt").write_text("x")
+    env.copy_in(src, "/testbed/vendor")
+    assert env.execute("cat vendor/inner/x.txt").output == "x"
+    env.copy_out("vendor/inner/x.txt", tmp_path / "out" / "x.txt")
+    assert (tmp_path / "out" / "x.txt").read_text() == "x"
+    env.copy_out("deep", tmp_path / "deep_out")
+    assert (tmp_path / "deep_out" / "dir" / "f.sh").exists()
+
+
+def test_stop_removes_everything_and_is_idempotent(make_env: MakeEnv) -> None:
+    env = make_env()
+    base = Path(env.spec.cwd).parent
+    env.execute("mkdir -p locked/in && touch locked/in/f && chmod -R a-w locked")
+    env.stop()
+    assert not base.exists()
+    env.stop()
+    with pytest.raises(SandboxError):
+        env.execute("true")
+
+
+def test_stop_before_start_is_safe() -> None:
+    LocalEnvironment(SandboxSpec(), EnvironmentConfig()).stop()
+
+
+def test_command_overhead_stays_low(make_env: MakeEnv) -> None:
+    env = make_env()
+    env.execute("true")
+    cpu = time.process_time()
+    for _ in range(50):
+        env.execute("echo hi")
+    per_call_ms = (time.process_time() - cpu) / 50 * 1000
+    assert per_call_ms < 2.5, f"{per_call_ms:.2f} ms of framework CPU per command"
+
+
+# -- bubblewrap ------------------------------------------------------------------------------------
+
+def test_bwrap_missing_is_a_clear_sandbox_error(make_env: MakeEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SandboxError, match="apt-get install bubblewrap"):
+        make_env(sandbox="bwrap")
+
+
+class _Listener:
+    """A TCP server on the host's 127.0.0.1 that accepts and closes connections."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@needs_bwrap
+def test_bwrap_has_no_network(make_env: MakeEnv) -> None:
+    listener = _Listener()
+    try:
+        probe = f"exec 3<>/dev/tcp/127.0.0.1/{listener.port} && echo connected"
+        assert make_env().execute(probe, timeout=5).output.strip() == "connected"
+        inside = make_env(sandbox="bwrap").execute(probe + "; ls /sys/class/net", timeout=5)
+        assert "connected" not in inside.output
+        assert inside.output.split()[-1] == "lo"
+    finally:
+        listener.close()
+
+
+@needs_bwrap
+def test_bwrap_only_work_and_scratch_are_writable(make_env: MakeEnv, host_dir: Path) -> None:
+    outside = host_dir / "outside"
+    outside.mkdir()
+    env = make_env(sandbox="bwrap", root=host_dir / "envs")
+    result = env.execute(
+        f"echo w > in_work.txt && echo s > {env.scratch_dir}/s.txt && echo h > $HOME/h.txt && echo ok; "
+        f"echo x > {outside}/escaped.txt; touch /etc/mimo_escape; touch /usr/mimo_escape; echo t > /tmp/t"
+    )
+    assert result.output.startswith("ok\n")
+    assert Path(env.spec.cwd, "in_work.txt").read_text() == "w\n"
+    assert Path(env.scratch_dir, "s.txt").read_text() == "s\n"
+    assert not (outside / "escaped.txt").exists()
+    assert not Path("/etc/mimo_escape").exists() and not Path("/usr/mimo_escape").exists()
+    assert "Read-only file system" in result.output
+    assert not Path("/tmp/t").exists(), "/tmp inside the sandbox must be private"
+
+
+@needs_bwrap
+def test_bwrap_provides_proc_dev_and_timeouts(make_env: MakeEnv) -> None:
+    env = make_env(sandbox="bwrap", env={"TASK_VAR": "v"})
+    out = env.execute("test -r /proc/self/status && echo > /dev/null && echo $TASK_VAR && pwd")
+    assert out.output.split() == ["v", env.spec.cwd]
+    result = env.execute("echo started; sleep 100 & echo $! > bg.pid; sleep 100", timeout=0.5)
+    assert result.timed_out and "started" in result.output
+    assert env.execute("echo again").output == "again\n"
+
+
+@needs_bwrap
+def test_bwrap_environments_are_isolated_from_each_other(make_env: MakeEnv, host_dir: Path) -> None:
+    a, b = make_env(sandbox="bwrap", root=host_dir), make_env(sandbox="bwrap", root=host_dir)
+    b.execute("echo b > mine.txt")
+    result = a.execute(f"cat {b.spec.cwd}/mine.txt; echo x > {b.spec.cwd}/from_a.txt")
+    assert "b" not in result.output.split()
+    assert not Path(b.spec.cwd, "from_a.txt").exists()
