@@ -143,7 +143,10 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutRecorder, cancel: threa
     except SandboxError as e:
         rec.log_exception("sandbox error")
         agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.ENVIRONMENT_ERROR, "error": str(e)})
-    except (ConfigError, MimoError) as e:
+    except ConfigError as e:
+        rec.log(f"config error: {e}")
+        agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.CONFIG_ERROR, "error": str(e)})
+    except MimoError as e:
         rec.log(f"error: {e}")
         agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.INTERNAL_ERROR, "error": str(e)})
     except Exception as e:  # a bug must not take the whole batch down; the record says what broke

@@ -28,13 +28,15 @@ class ExitStatus(StrEnum):
     GRADING_ERROR = "grading_error"  # the verifier crashed or wrote no reward (infra)
     AGENT_ERROR = "agent_error"  # a blackbox CLI agent crashed / non-zero exit
     INTERNAL_ERROR = "internal_error"  # a bug in mimoagent (infra)
+    CONFIG_ERROR = "config_error"  # the config does not fit this row (e.g. an undefined template variable)
     INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C) before this rollout finished (infra)
     RECALCULATED = "recalculated"  # no agent ran: a saved or reference submission was graded
 
 
+# Rollouts that ended with these never count as finished: a rerun (resume) does them again.
 INFRA_STATUSES = frozenset(
     {ExitStatus.MODEL_ERROR, ExitStatus.ENVIRONMENT_ERROR, ExitStatus.GRADING_ERROR, ExitStatus.INTERNAL_ERROR,
-     ExitStatus.INTERRUPTED}
+     ExitStatus.INTERRUPTED, ExitStatus.CONFIG_ERROR}
 )
 
 
