@@ -1,0 +1,207 @@
+"""Behaviour every repository-based dataset type shares: seeding the repo, a git base to diff against,
+collecting the diff, applying patches and reference solutions.
+
+Everything goes through Environment methods and the PathMap, so each type runs on every backend.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+import uuid
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from mimo_core.datasets.base import EnvFactory, Grade, Task
+from mimo_core.datasets.paths import TASK_CWD_LABEL, PathMap, path_map
+from mimo_core.environments.base import Environment, ExecResult, SandboxSpec
+from mimo_core.errors import DatasetError, SandboxError
+from mimo_core.grading.patch import apply_patch
+from mimo_core.grading.reward import apply_failed_grade, tail
+
+BASE_REF = "refs/mimo/base"
+APPLY_FAILED_MARKER = "mimo-apply-failed.log"
+# Fixed identity and dates: the base commit's hash depends only on the tree, so runs are reproducible.
+GIT = ("git -c user.name=mimoagent -c user.email=mimoagent@localhost -c commit.gpgsign=false "
+       "-c safe.directory='*' -c core.hooksPath=/dev/null")
+GIT_ENV = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+
+
+class RepoTask(Task):
+    """Fields for the task's starting repository and its reference solution."""
+
+    repo_archive: str | None = None  # base64 .tar.gz of the starting files (self-contained rows)
+    repo_dir: str | None = None  # host folder with the starting files, relative to the dataset file
+    setup_script: str | None = None  # bash, run in cwd after seeding
+    gold_patch: str | None = None
+    solution_script: str | None = None  # bash; used when there is no gold patch
+    cpus: float | None = None
+    memory_mb: int | None = None
+    network: bool = True
+    test_files: dict[str, Any] = Field(default_factory=dict)  # path → text, or {content, encoding: base64}
+
+    def resolve(self, path: str) -> Path:
+        """A path from the row, relative to the dataset file (so a copied dataset folder still works)."""
+        p = Path(path)
+        if p.is_absolute() or not self.source:
+            return p
+        base = Path(self.source)
+        return (base if base.is_dir() else base.parent) / p
+
+
+def file_bytes(value: Any) -> bytes:
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, dict) and "content" in value:
+        if value.get("encoding") == "base64":
+            return base64.b64decode(value["content"])
+        return str(value["content"]).encode()
+    raise DatasetError(f"file entry must be text or {{content, encoding}}, got {type(value).__name__}")
+
+
+def run(env: Environment, command: str, cwd: str | None = None, timeout: float | None = None,
+        extra_env: dict[str, str] | None = None) -> ExecResult:
+    return env.execute(command, timeout=timeout, cwd=cwd, env=extra_env)
+
+
+class RepoDatasetType:
+    """Base class; subclasses set `name`, `row_model`, `default_cwd` and implement `_grade`."""
+
+    name: ClassVar[str] = "generic"
+    row_model: ClassVar[type[Task]] = RepoTask
+    default_cwd: ClassVar[str] = "/testbed"
+
+    # --- sandbox ----------------------------------------------------------------------------------
+    def task_cwd(self, task: Task) -> str:
+        return task.cwd or self.default_cwd
+
+    def sandbox_spec(self, task: Task, cwd: str | None, timeout: float, use_dataset_env: bool) -> SandboxSpec:
+        task_cwd = cwd or self.task_cwd(task)
+        spec = SandboxSpec(cwd=task_cwd, timeout=timeout, labels={TASK_CWD_LABEL: task_cwd})
+        if use_dataset_env:
+            spec.image = task.image
+            spec.env = dict(task.env)
+            if isinstance(task, RepoTask):
+                spec.cpus, spec.memory_mb, spec.network = task.cpus, task.memory_mb, task.network
+            dockerfile_dir = getattr(task, "dockerfile_dir", None)
+            if dockerfile_dir and isinstance(task, RepoTask):
+                spec.dockerfile_dir = str(task.resolve(dockerfile_dir))
+        return spec
+
+    def paths(self, env: Environment, task: Task) -> PathMap:
+        return path_map(env, self.task_cwd(task))
+
+    def setup(self, env: Environment, task: Task) -> None:
+        pm = self.paths(env, task)
+        cwd = env.spec.cwd
+        dirs = " ".join(shlex.quote(pm.path(r)) for r in ("/logs/verifier", "/logs/artifacts"))
+        self._check(run(env, f"mkdir -p {shlex.quote(cwd)} {dirs}"), "create the work folders")
+        if isinstance(task, RepoTask):
+            self._seed(env, task, cwd)
+            if task.setup_script:
+                self.run_script(env, task, task.setup_script, "setup", check=True)
+        self.ensure_git_base(env, cwd)
+
+    def _seed(self, env: Environment, task: RepoTask, cwd: str) -> None:
+        """Copy the starting files in, unless the image already put a repository there."""
+        if not (task.repo_archive or task.repo_dir):
+            return
+        listing = run(env, "ls -A", cwd=cwd)
+        if listing.output.strip():
+            return
+        if task.repo_archive:
+            archive = f"{env.scratch_dir}/repo-{uuid.uuid4().hex[:8]}.tar.gz"
+            env.write_file(archive, base64.b64decode(task.repo_archive))
+            self._check(run(env, f"tar -xzf {shlex.quote(archive)} && rm -f {shlex.quote(archive)}", cwd=cwd),
+                        "unpack repo_archive")
+        else:
+            src = task.resolve(task.repo_dir or "")
+            if not src.is_dir():
+                raise DatasetError(f"{task.instance_id}: repo_dir {src} is not a folder")
+            env.copy_in(src, cwd)
+
+    def ensure_git_base(self, env: Environment, cwd: str) -> None:
+        """Make cwd a git repository (if it is not the top of one) and remember its base commit."""
+        top = run(env, "git rev-parse --show-toplevel 2>/dev/null", cwd=cwd)
+        real = run(env, "pwd -P", cwd=cwd).output.strip()
+        if top.returncode != 0 or top.output.strip() != real:
+            self._check(run(env, f"git init -q && {GIT} add -A && {GIT} commit -q --allow-empty -m base",
+                            cwd=cwd, extra_env=GIT_ENV), "create the base commit")
+        self._check(run(env, f"{GIT} update-ref {BASE_REF} HEAD", cwd=cwd), "record the base commit")
+
+    @staticmethod
+    def _check(res: ExecResult, what: str) -> ExecResult:
+        if res.returncode != 0:
+            raise SandboxError(f"could not {what} (exit {res.returncode}): {tail(res.output, 2000)}")
+        return res
+
+    def run_script(self, env: Environment, task: Task, script: str, label: str, check: bool = False,
+                   timeout: float | None = None, cwd: str | None = None) -> ExecResult:
+        """Write a bash script (paths mapped) to scratch and run it in the task's cwd."""
+        pm = self.paths(env, task)
+        path = f"{env.scratch_dir}/{label}-{uuid.uuid4().hex[:8]}.sh"
+        env.write_file(path, pm.text(script).encode(), mode=0o755)
+        res = run(env, f"bash {shlex.quote(path)}", cwd=cwd or env.spec.cwd, timeout=timeout,
+                  extra_env=pm.env_vars())
+        if check:
+            self._check(res, f"run the task's {label} script")
+        return res
+
+    def write_files(self, env: Environment, task: Task, files: dict[str, Any], root: str) -> None:
+        """Write a files map under `root` (a task path such as /tests), text files with paths mapped."""
+        pm = self.paths(env, task)
+        for rel, value in files.items():
+            data = file_bytes(value)
+            if not (isinstance(value, dict) and value.get("encoding") == "base64"):
+                data = pm.text(data.decode()).encode()
+            dest = pm.path(f"{root.rstrip('/')}/{rel}")
+            run(env, f"mkdir -p {shlex.quote(dest.rsplit('/', 1)[0])}")
+            env.write_file(dest, data, mode=0o755 if rel.endswith(".sh") else 0o644)
+
+    # --- submissions ------------------------------------------------------------------------------
+    def collect_submission(self, env: Environment, task: Task) -> str:
+        cwd = env.spec.cwd
+        base = BASE_REF if run(env, f"git rev-parse -q --verify {BASE_REF}", cwd=cwd).returncode == 0 else "HEAD"
+        res = run(env, f"{GIT} add -A && {GIT} diff --cached --binary {base}", cwd=cwd)
+        if res.returncode != 0:
+            raise SandboxError(f"could not collect the diff: {tail(res.output, 2000)}")
+        return res.output
+
+    def gold_submission(self, task: Task) -> str | None:
+        return getattr(task, "gold_patch", None)
+
+    def apply_submission(self, env: Environment, task: Task, submission: str) -> tuple[bool, str]:
+        """Apply a saved submission; a failure is remembered in the sandbox, so `grade` reports
+        `apply_failed` whoever called it."""
+        ok, log = apply_patch(env, submission, env.spec.cwd)
+        marker = f"{env.scratch_dir}/{APPLY_FAILED_MARKER}"
+        if ok:
+            env.execute(f"rm -f {shlex.quote(marker)}")
+        else:
+            env.write_file(marker, log.encode())
+        return ok, log
+
+    def apply_gold(self, env: Environment, task: Task) -> tuple[bool, str]:
+        """The reference solution: the gold patch, else the solution script (for the oracle and recalc gt)."""
+        gold = self.gold_submission(task)
+        if gold:
+            return self.apply_submission(env, task, gold)
+        script = getattr(task, "solution_script", None)
+        if script:
+            files = getattr(task, "solution_files", None) or {}
+            if files:
+                self.write_files(env, task, files, "/solution")
+            res = self.run_script(env, task, script, "solve")
+            return res.returncode == 0, res.output
+        return False, f"{task.instance_id}: the row has no reference solution (gold_patch or solution_script)"
+
+    def grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
+        marker = f"{env.scratch_dir}/{APPLY_FAILED_MARKER}"
+        if run(env, f"test -f {shlex.quote(marker)}").returncode == 0:
+            return apply_failed_grade(env.read_file(marker).decode("utf-8", errors="replace"))
+        return self._grade(env, task, submission, new_env)
+
+    def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
+        raise NotImplementedError

@@ -1,0 +1,121 @@
+"""`deepswe`: Harbor tasks (DeepSWE and any other) converted to rows by `harbor.py`.
+
+The `[[verifier.collect]]` hooks extract the agent's patch (`/logs/artifacts/model.patch`); the
+verifier (`bash /tests/test.sh`) writes `/logs/verifier/reward.json` or `reward.txt`. With
+`verifier_mode: shared` it runs in the agent's sandbox; with `separate` in a fresh, pristine sandbox
+into which the patch is written (and applied, unless the verifier applies it itself).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from mimo_core.datasets.base import EnvFactory, Grade, Task
+from mimo_core.datasets.common import GIT, RepoDatasetType, RepoTask, run
+from mimo_core.datasets.paths import TASK_CWD_LABEL
+from mimo_core.environments.base import Environment
+from mimo_core.grading.patch import apply_patch
+from mimo_core.grading.reward import apply_failed_grade, read_reward, tail
+
+DEFAULT_PATCH_ARTIFACT = "/logs/artifacts/model.patch"
+
+
+class CollectHook(BaseModel):
+    command: str
+    timeout_sec: float = 300.0
+
+
+class DeepSWETask(RepoTask):
+    verifier_mode: Literal["shared", "separate"] = "shared"
+    verifier_command: str = "bash /tests/test.sh"
+    verifier_timeout_sec: float = 1800.0
+    verifier_network: bool = False
+    verifier_env: dict[str, str] = Field(default_factory=dict)
+    verifier_cpus: float | None = None
+    verifier_memory_mb: int | None = None
+    verifier_applies_patch: bool | None = None  # None: yes if a test file mentions the patch artifact
+    agent_timeout_sec: float | None = None
+    collect: list[CollectHook] = Field(default_factory=list)
+    artifacts: list[str] = Field(default_factory=lambda: [DEFAULT_PATCH_ARTIFACT])
+    solution_files: dict[str, Any] = Field(default_factory=dict)
+    dockerfile_dir: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def patch_artifact(self) -> str:
+        return next((a for a in self.artifacts if a.endswith((".patch", ".diff"))), DEFAULT_PATCH_ARTIFACT)
+
+
+class DeepSWEDatasetType(RepoDatasetType):
+    name: ClassVar[str] = "deepswe"
+    row_model: ClassVar[type[Task]] = DeepSWETask
+    default_cwd: ClassVar[str] = "/app"
+
+    def collect_submission(self, env: Environment, task: Task) -> str:
+        """Commit the working tree (hooks diff base..HEAD), run the hooks, read the patch artifact."""
+        assert isinstance(task, DeepSWETask)
+        if not task.collect:
+            return super().collect_submission(env, task)
+        pm = self.paths(env, task)
+        run(env, f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'agent changes')",
+            cwd=env.spec.cwd)
+        for hook in task.collect:
+            run(env, pm.text(hook.command), cwd=env.spec.cwd, timeout=hook.timeout_sec, extra_env=pm.env_vars())
+        try:
+            return env.read_file(pm.path(task.patch_artifact)).decode("utf-8", errors="replace")
+        except Exception:  # the hook wrote nothing: fall back to our own diff rather than lose the work
+            return super().collect_submission(env, task)
+
+    def _verifier_applies(self, task: DeepSWETask) -> bool:
+        if task.verifier_applies_patch is not None:
+            return task.verifier_applies_patch
+        name = task.patch_artifact.rsplit("/", 1)[-1]
+        return any(name in (v if isinstance(v, str) else str(v.get("content", "")))
+                   for v in task.test_files.values())
+
+    def _verifier_spec(self, env: Environment, task: DeepSWETask):  # noqa: ANN202
+        spec = env.spec.model_copy(deep=True)
+        spec.cwd = env.spec.labels.get(TASK_CWD_LABEL, self.task_cwd(task))
+        spec.timeout = task.verifier_timeout_sec
+        spec.network = task.verifier_network
+        spec.env = {**spec.env, **task.verifier_env}
+        spec.cpus = task.verifier_cpus or spec.cpus
+        spec.memory_mb = task.verifier_memory_mb or spec.memory_mb
+        return spec
+
+    def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
+        assert isinstance(task, DeepSWETask)
+        if task.verifier_mode == "shared":
+            return self._verify(env, task)
+        venv = new_env(self._verifier_spec(env, task))
+        try:
+            self.setup(venv, task)
+            pm = self.paths(venv, task)
+            patch_path = pm.path(task.patch_artifact)
+            venv.execute(f"mkdir -p {shlex.quote(patch_path.rsplit('/', 1)[0])}")
+            venv.write_file(patch_path, submission.encode())
+            if not self._verifier_applies(task):
+                ok, log = apply_patch(venv, submission, venv.spec.cwd)
+                if not ok:
+                    return apply_failed_grade(log)
+            return self._verify(venv, task)
+        finally:
+            venv.stop()
+
+    def _verify(self, env: Environment, task: DeepSWETask) -> Grade:
+        pm = self.paths(env, task)
+        verifier_dir = pm.path("/logs/verifier")
+        env.execute(f"mkdir -p {shlex.quote(verifier_dir)} && rm -f {shlex.quote(verifier_dir)}/reward.*")
+        self.write_files(env, task, task.test_files, "/tests")
+        res = run(env, pm.text(task.verifier_command), cwd=env.spec.cwd, timeout=task.verifier_timeout_sec,
+                  extra_env={**task.verifier_env, **pm.env_vars()})
+        grade = read_reward(env, verifier_dir, res.output)
+        grade.details.setdefault("verifier_output_tail", tail(res.output))
+        grade.details["verifier_exit_code"] = res.returncode
+        grade.details["verifier_mode"] = task.verifier_mode
+        if res.timed_out and grade.infra_error:
+            grade.infra_error = f"verifier timed out after {task.verifier_timeout_sec}s; {grade.infra_error}"
+        return grade

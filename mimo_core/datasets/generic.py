@@ -1,0 +1,40 @@
+"""`generic`: an instruction, an image or a setup script, and an evaluation script that writes a reward
+file. The escape hatch for any new benchmark."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from mimo_core.datasets.base import EnvFactory, Grade, Task
+from mimo_core.datasets.common import RepoDatasetType, RepoTask
+from mimo_core.environments.base import Environment
+from mimo_core.grading.reward import read_reward, tail
+
+
+class GenericTask(RepoTask):
+    eval_script: str | None = None  # bash, run in cwd; writes /logs/verifier/reward.json or reward.txt
+    eval_timeout: float = 600.0
+    reward_dir: str = "/logs/verifier"
+
+
+class GenericDatasetType(RepoDatasetType):
+    name: ClassVar[str] = "generic"
+    row_model: ClassVar[type[Task]] = GenericTask
+    default_cwd: ClassVar[str] = "/testbed"
+
+    def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
+        assert isinstance(task, GenericTask)
+        if not task.eval_script:
+            return Grade(details={"graded": False, "reason": "the row has no eval_script"})
+        pm = self.paths(env, task)
+        reward_dir = pm.path(task.reward_dir)
+        env.execute(f"rm -f '{reward_dir}/reward.json' '{reward_dir}/reward.txt'; mkdir -p '{reward_dir}'")
+        if task.test_files:
+            self.write_files(env, task, task.test_files, "/tests")
+        res = self.run_script(env, task, task.eval_script, "eval", timeout=task.eval_timeout)
+        grade = read_reward(env, reward_dir, res.output)
+        grade.details.setdefault("verifier_output_tail", tail(res.output))
+        grade.details["verifier_exit_code"] = res.returncode
+        if res.timed_out and grade.infra_error:
+            grade.infra_error = f"eval_script timed out after {task.eval_timeout}s; {grade.infra_error}"
+        return grade

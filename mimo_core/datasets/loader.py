@@ -1,0 +1,172 @@
+"""Read task rows from JSONL, parquet, a Harbor task folder, a local Hugging Face dataset or the hub.
+
+Every row is validated into its dataset type's row model. Bad rows stop the load: all of them are
+reported at once (file, row number, field), and none is ever dropped silently — a benchmark score over
+a quietly shrunken dataset is worse than no score.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from mimo_core.datasets.base import Task
+from mimo_core.datasets.registry import get_dataset_type, infer_type
+from mimo_core.errors import ConfigError, DatasetError
+
+MAX_REPORTED = 50
+
+
+def _read_jsonl(path: Path, errors: list[str]) -> list[tuple[int, Any]]:
+    rows: list[tuple[int, Any]] = []
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((number, json.loads(line)))
+            except json.JSONDecodeError as e:
+                errors.append(f"{path}: row {number}: invalid JSON ({e.msg} at column {e.colno})")
+    return rows
+
+
+def _read_parquet(path: Path) -> list[tuple[int, Any]]:
+    import pyarrow.parquet as pq
+
+    return list(enumerate(pq.read_table(path).to_pylist(), start=1))
+
+
+def _pick_split(ds: Any, split: str | None, source: str) -> Any:
+    """A DatasetDict needs a split; with exactly one, take it rather than make the user name it."""
+    if not hasattr(ds, "keys"):
+        return ds
+    names = list(ds.keys())
+    if split is None:
+        if len(names) == 1:
+            return ds[names[0]]
+        raise DatasetError(f"{source}: several splits {names}; choose one with --split")
+    if split not in ds:
+        raise DatasetError(f"{source}: no split {split!r}; available: {names}")
+    return ds[split]
+
+
+def _read_hf(source: str, split: str | None, local: bool) -> list[tuple[int, Any]]:
+    try:
+        import datasets
+    except ImportError as e:  # pragma: no cover - datasets is a dependency
+        raise DatasetError(f"{source}: the `datasets` package is needed to read it ({e})") from None
+    try:
+        path = Path(source)
+        if local and ((path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists()
+                      or (path / "state.json").exists()):
+            ds = datasets.load_from_disk(str(path))
+        else:
+            ds = datasets.load_dataset(source) if split is None else datasets.load_dataset(source, split=split)
+    except DatasetError:
+        raise
+    except Exception as e:
+        raise DatasetError(f"{source}: could not load as a Hugging Face dataset: {type(e).__name__}: {e}") from None
+    return list(enumerate(_pick_split(ds, split, source), start=1))
+
+
+def read_rows(source: str, split: str | None = None) -> tuple[list[tuple[int, Any]], list[str]]:
+    """Raw rows with their 1-based row numbers (the line number for JSONL), plus read errors."""
+    from mimo_core.datasets import harbor
+
+    errors: list[str] = []
+    path = Path(source)
+    if path.is_file():
+        if path.suffix == ".parquet":
+            return _read_parquet(path), errors
+        return _read_jsonl(path, errors), errors
+    if path.is_dir():
+        if harbor.is_harbor_dir(path):
+            return list(enumerate(harbor.convert_dir(path), start=1)), errors
+        return _read_hf(source, split, local=True), errors
+    if path.suffix in {".jsonl", ".json", ".parquet"} or source.startswith((".", "/")):
+        raise DatasetError(f"{source}: dataset file not found")
+    return _read_hf(source, split, local=False), errors
+
+
+def validate_row(raw: Any, source: str, number: int) -> Task:
+    """One row → its type's row model; a DatasetError names the file, the row and the field."""
+    where = f"{source}: row {number}"
+    if not isinstance(raw, dict):
+        raise DatasetError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+    try:
+        type_name = infer_type(raw)
+    except DatasetError as e:
+        raise DatasetError(f"{where}: field dataset_type: {e}") from None
+    model = get_dataset_type(type_name).row_model
+    try:
+        task = model.model_validate({**raw, "dataset_type": type_name})
+    except ValidationError as e:
+        parts = []
+        for err in e.errors():
+            field = ".".join(str(p) for p in err["loc"]) or "<row>"
+            parts.append(f"{where}: field {field}: {err['msg']}")
+        raise DatasetError("; ".join(parts)) from None
+    task.source = source
+    task.row_number = number
+    return task
+
+
+def load_tasks(source: str, split: str | None = None) -> list[Task]:
+    rows, errors = read_rows(source, split)
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, raw in rows:
+        try:
+            task = validate_row(raw, source, number)
+        except DatasetError as e:
+            errors.append(str(e))
+            continue
+        if task.instance_id in seen:
+            errors.append(f"{source}: row {number}: field instance_id: {task.instance_id!r} "
+                          f"duplicates row {seen[task.instance_id]}")
+            continue
+        seen[task.instance_id] = number
+        tasks.append(task)
+    if errors:
+        shown = errors[:MAX_REPORTED]
+        more = f"\n... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
+        raise DatasetError(f"{len(errors)} bad row(s); fix them or remove them from the dataset:\n"
+                           + "\n".join(shown) + more)
+    return tasks
+
+
+def parse_slice(text: str) -> slice:
+    """`A:B`, `A:`, `:B`, `A:B:STEP` (Python slice semantics) or `N` (the first N)."""
+    try:
+        if ":" not in text:
+            return slice(0, int(text))
+        parts = text.split(":")
+        if len(parts) > 3:
+            raise ValueError
+        values = [int(p) if p.strip() else None for p in parts]
+        return slice(*values)
+    except ValueError:
+        raise ConfigError(f"--slice: {text!r} is not a slice; use A:B, A:, :B or N") from None
+
+
+def select_tasks(tasks: list[Task], slice: str | None = None, filter: str | None = None,
+                 shuffle: bool = False, seed: int = 0) -> list[Task]:
+    """filter (regex searched in instance ids) → shuffle (seeded, independent of row order) → slice."""
+    selected = list(tasks)
+    if filter:
+        try:
+            pattern = re.compile(filter)
+        except re.error as e:
+            raise ConfigError(f"--filter: invalid regex {filter!r}: {e}") from None
+        selected = [t for t in selected if pattern.search(t.instance_id)]
+    if shuffle:
+        selected.sort(key=lambda t: t.instance_id)
+        random.Random(seed).shuffle(selected)
+    if slice:
+        selected = selected[parse_slice(slice)]
+    return selected
