@@ -1,0 +1,384 @@
+"""The docker backend: one long-running container per rollout, driven through the docker SDK.
+
+Commands are `docker exec`s of `bash -c`. Like the local backend, the command's output goes to a file
+inside the container and the exec waits for bash only, so a background job that keeps stdout open
+cannot hold the call hostage. Every exec carries a random marker in its environment; a timeout kills
+every process that carries it (also ones that left the process group), and the container keeps
+working. Files travel as tar archives (put_archive / get_archive).
+
+Containers are labelled (run id, instance, config, the runner's host and pid) and removed by `stop()`;
+an atexit hook removes any a dying runner still holds, and `docker_cleanup.cleanup()` removes what a
+SIGKILLed runner left. The `docker` package is imported lazily so `mimoagent --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import secrets
+import shlex
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from mimo_core.environments import docker_registry
+from mimo_core.environments.base import ExecResult, SandboxSpec
+from mimo_core.errors import SandboxError
+
+if TYPE_CHECKING:
+    from mimo_core.config import EnvironmentConfig
+
+HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+_CA_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS",
+            "GIT_SSL_CAINFO")
+_QUIET = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat", "NO_COLOR": "1"}
+_MAX_CAPTURE = 8 * 1024 * 1024  # bytes of output kept per command: head and tail halves
+_KILL_GRACE = 5.0  # seconds to wait for an exec's stream to end after its processes were killed
+
+
+class DockerOptions(BaseModel):
+    """`environment.backend_kwargs` for the docker backend. Unknown keys are an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    docker_host: str | None = None  # default: DOCKER_HOST / the local socket
+    network_mode: str | None = None  # e.g. "host" (tests reach 127.0.0.1); no-network tasks force "none"
+    ca_bundle: Literal["auto", "none"] | str = "auto"  # auto: the host bundle, when the task has network
+    scratch_dir: str = "/tmp/.mimo"
+    user: str | None = None
+    init: bool = True  # a tiny init reaps the zombies background jobs leave
+    extra_hosts: dict[str, str] = {}
+    shm_size: str | None = None
+
+
+def _name_part(text: str, n: int) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]+", "-", text).strip("-._")[:n] or "x"
+
+
+class DockerEnvironment:
+    """One container per rollout (or per separate verifier), removed by `stop()` whatever happened."""
+
+    def __init__(self, spec: SandboxSpec, config: EnvironmentConfig, **_: Any) -> None:
+        self.spec = spec.model_copy(deep=True)
+        self.config = config
+        try:
+            self.options = DockerOptions.model_validate(config.backend_kwargs)
+        except Exception as e:
+            raise SandboxError(f"environment.backend_kwargs (docker): {e}") from None
+        self.scratch_dir = self.options.scratch_dir
+        self.client: Any = None
+        self.container: Any = None
+        self.image: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        import docker
+        import docker.errors
+
+        try:
+            if self.options.docker_host:
+                self.client = docker.DockerClient(base_url=self.options.docker_host, version="auto",
+                                                  timeout=int(self.config.startup_timeout))
+            else:
+                self.client = docker.from_env(version="auto", timeout=int(self.config.startup_timeout))
+        except docker.errors.DockerException as e:
+            raise SandboxError(f"cannot reach the Docker engine ({os.environ.get('DOCKER_HOST', 'default socket')}):"
+                               f" {e}") from None
+        from mimo_core.environments.docker_images import ensure_image
+
+        self.image = ensure_image(self.client, self.spec.image, self.spec.dockerfile_dir,
+                                  self.config.startup_timeout)
+        try:
+            self.container = self._create()
+            docker_registry.track(self)
+            self.container.start()
+        except docker.errors.APIError as e:
+            raise SandboxError(f"container from {self.image} failed to start: {e.explanation or e}") from None
+        dirs = " ".join(shlex.quote(d) for d in (self.spec.cwd, self.scratch_dir))
+        probe = self.execute(f"mkdir -p {dirs}", timeout=60, cwd="/")
+        if probe.returncode != 0:
+            raise SandboxError(f"container from {self.image} cannot run bash: {probe.output.strip()[:500]}")
+        if self.spec.seed_dir:
+            seed = Path(self.spec.seed_dir)
+            if not seed.is_dir():
+                raise SandboxError(f"seed_dir {seed} is not a folder")
+            self.copy_in(seed, self.spec.cwd)
+
+    def _create(self) -> Any:
+        spec, opts = self.spec, self.options
+        labels = {**spec.labels, **docker_registry.owner_labels()}
+        name = "mimo-{}-{}-{}".format(_name_part(labels.get("mimoagent.instance", "task"), 40),
+                                      _name_part(labels.get("mimoagent.run_id", "run"), 20),
+                                      secrets.token_hex(3))
+        env = {**_QUIET, **spec.env}
+        network_mode = opts.network_mode if spec.network else "none"
+        volumes: dict[str, dict[str, str]] = {}
+        ca = HOST_CA_BUNDLE if opts.ca_bundle == "auto" else opts.ca_bundle
+        if spec.network and ca != "none" and os.path.isfile(ca):
+            volumes[os.path.realpath(ca)] = {"bind": HOST_CA_BUNDLE, "mode": "ro"}
+            for var in _CA_VARS:
+                env.setdefault(var, HOST_CA_BUNDLE)
+        kwargs: dict[str, Any] = dict(
+            image=self.image, name=name, entrypoint=["sleep", "infinity"], command=[], detach=True,
+            working_dir=spec.cwd, environment=env, labels=labels, volumes=volumes, init=opts.init,
+            extra_hosts=opts.extra_hosts or None, stdin_open=False, tty=False,
+        )
+        if network_mode:
+            kwargs["network_mode"] = network_mode
+        if spec.cpus:
+            kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+        if spec.memory_mb:
+            kwargs["mem_limit"] = f"{spec.memory_mb}m"
+            kwargs["memswap_limit"] = f"{spec.memory_mb}m"
+        if spec.pids_limit:
+            kwargs["pids_limit"] = spec.pids_limit
+        if opts.user:
+            kwargs["user"] = opts.user
+        if opts.shm_size:
+            kwargs["shm_size"] = opts.shm_size
+        return self.client.containers.create(**kwargs)
+
+    def stop(self) -> None:
+        """Remove the container (forcefully: it runs `sleep infinity`). Idempotent."""
+        container, self.container = self.container, None
+        if container is not None:
+            docker_registry.remove(container.id, self.client)
+        docker_registry.untrack(self)
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:
+                pass
+            self.client = None
+
+    # -- commands ----------------------------------------------------------------------------------
+
+    def _require(self) -> Any:
+        if self.container is None:
+            raise SandboxError("DockerEnvironment used before start() or after stop()")
+        return self.container
+
+    def execute(
+        self, command: str, timeout: float | None = None, cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        container = self._require()
+        timeout = self.spec.timeout if timeout is None else timeout
+        marker = secrets.token_hex(8)
+        out = f"{self.scratch_dir}/out.{marker}"
+        script = (f"bash -c {shlex.quote(command)} </dev/null >{out} 2>&1; __mimo_rc=$?; "
+                  f"cat {out} 2>/dev/null; rm -f {out}; exit $__mimo_rc")
+        wrapper = f"mkdir -p {shlex.quote(self.scratch_dir)} 2>/dev/null; {script}"
+        workdir = cwd if cwd is None or cwd.startswith("/") else f"{self.spec.cwd.rstrip('/')}/{cwd}"
+        api = self.client.api
+        start = time.monotonic()
+        exec_id = api.exec_create(container.id, ["bash", "-c", wrapper], stdout=True, stderr=True,
+                                  environment={**(env or {}), "MIMO_EXEC_ID": marker},
+                                  workdir=workdir or self.spec.cwd)["Id"]
+        sock = api.exec_start(exec_id, socket=True)
+        raw = getattr(sock, "_sock", sock)
+        reader = _FrameReader()
+        deadline = start + timeout
+        timed_out = False
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    if timed_out:
+                        break  # killed, yet something still holds the stream: give up on it
+                    timed_out = True
+                    self._kill(marker)
+                    deadline = time.monotonic() + _KILL_GRACE
+                    continue
+                raw.settimeout(remaining)
+                try:
+                    chunk = raw.recv(65536)
+                except TimeoutError:
+                    continue
+                if not chunk:
+                    break
+                reader.feed(chunk)
+        finally:
+            sock.close()
+        output = reader.text()
+        if timed_out:
+            output += self._leftover_output(out)
+            returncode = -9
+        else:
+            code = api.exec_inspect(exec_id).get("ExitCode")
+            returncode = 1 if code is None else int(code)
+        return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
+                          duration_s=time.monotonic() - start)
+
+    def _kill(self, marker: str) -> None:
+        """SIGKILL every process of one exec: all of them carry its marker in their environment."""
+        script = (f"for p in /proc/[0-9]*; do grep -qs 'MIMO_EXEC_ID={marker}' $p/environ && "
+                  "kill -9 ${p#/proc/} 2>/dev/null; done; true")
+        try:
+            self.container.exec_run(["sh", "-c", script], environment={"MIMO_KILLER": "1"})
+        except Exception:
+            pass  # the container is gone: the caller will find out on its next call
+
+    def _leftover_output(self, out: str) -> str:
+        """What a killed command wrote before it died (its output file was never printed)."""
+        q = shlex.quote(out)
+        res = self.container.exec_run(
+            ["sh", "-c", f"head -c {_MAX_CAPTURE} {q} 2>/dev/null; rm -f {q}"], demux=False)
+        return (res.output or b"").decode("utf-8", errors="replace")
+
+    # -- files -------------------------------------------------------------------------------------
+
+    def _abs(self, path: str) -> str:
+        return path if path.startswith("/") else f"{self.spec.cwd.rstrip('/')}/{path}"
+
+    def _mkdir(self, path: str) -> None:
+        res = self._require().exec_run(["mkdir", "-p", path])
+        if res.exit_code != 0:
+            raise SandboxError(f"mkdir -p {path} failed in the container: {res.output.decode(errors='replace')}")
+
+    def read_file(self, path: str) -> bytes:
+        import docker.errors
+
+        path = self._abs(path)
+        try:
+            stream, stat = self._require().get_archive(path)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(path) from None
+        data = b"".join(stream)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = tar.next()
+            if member is None or member.isdir():
+                raise IsADirectoryError(path)
+            if member.issym() or member.islnk():
+                return self.read_file(_link_target(path, member.linkname))
+            f = tar.extractfile(member)
+            return f.read() if f else b""
+
+    def write_file(self, path: str, data: bytes, mode: int | None = None) -> None:
+        """Write `data`, creating parent folders. `mode=None` keeps an existing file's mode (new: 0644)."""
+        path = self._abs(path)
+        parent, name = os.path.dirname(path) or "/", os.path.basename(path)
+        if mode is None:
+            res = self._require().exec_run(["stat", "-c", "%a", path])
+            mode = int(res.output.strip(), 8) if res.exit_code == 0 else 0o644
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+        self._put(parent, buf.getvalue())
+
+    def _put(self, parent: str, archive: bytes) -> None:
+        import docker.errors
+
+        container = self._require()
+        try:
+            ok = container.put_archive(parent, archive)
+        except docker.errors.NotFound:
+            self._mkdir(parent)
+            ok = container.put_archive(parent, archive)
+        if not ok:
+            raise SandboxError(f"copying into {parent} failed")
+
+    def copy_in(self, src: Path, dest: str) -> None:
+        """Folders: their contents into `dest`. Files: to `dest`, or into it when `dest` is a folder."""
+        src, dest = Path(src), self._abs(dest)
+        buf = io.BytesIO()
+        if src.is_dir():
+            with tarfile.open(fileobj=buf, mode="w") as tar:
+                for child in sorted(src.iterdir()):
+                    tar.add(str(child), arcname=child.name)
+            self._mkdir(dest)
+            self._put(dest, buf.getvalue())
+            return
+        if not src.is_file():
+            raise FileNotFoundError(str(src))
+        is_dir = self._require().exec_run(["test", "-d", dest]).exit_code == 0
+        parent, name = (dest, src.name) if is_dir else (os.path.dirname(dest) or "/", os.path.basename(dest))
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            tar.add(str(src), arcname=name)
+        self._put(parent, buf.getvalue())
+
+    def copy_out(self, src: str, dest: Path) -> None:
+        """Folders: their contents into `dest`. Files: to `dest`, or into it when `dest` is a folder."""
+        import docker.errors
+
+        src, dest = self._abs(src), Path(dest)
+        try:
+            stream, stat = self._require().get_archive(src)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(src) from None
+        is_dir = stat.get("mode", 0) & (1 << 31) != 0  # Go's os.ModeDir
+        with _spool(stream) as fh, tarfile.open(fileobj=fh) as tar:
+            top = os.path.basename(src.rstrip("/")) or "."
+            if is_dir:
+                dest.mkdir(parents=True, exist_ok=True)
+                members = []
+                for m in tar.getmembers():
+                    rel = m.name.split("/", 1)[1] if "/" in m.name else ""
+                    if rel:
+                        m.name = rel
+                        members.append(m)
+                tar.extractall(dest, members=members, filter="tar")
+                return
+            member = tar.getmember(top)
+            target = dest / src.rsplit("/", 1)[-1] if dest.is_dir() else dest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            f = tar.extractfile(member)
+            target.write_bytes(f.read() if f else b"")
+            os.chmod(target, member.mode & 0o777)
+
+
+def _link_target(path: str, link: str) -> str:
+    return link if link.startswith("/") else os.path.normpath(os.path.join(os.path.dirname(path), link))
+
+
+def _spool(stream: Any) -> Any:
+    """Spool a tar stream to a temp file (memory up to 16 MB), so big outputs never sit in RAM."""
+    fh = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)  # noqa: SIM115 - returned to a with
+    for chunk in stream:
+        fh.write(chunk)
+    fh.seek(0)
+    return fh
+
+
+class _FrameReader:
+    """Decode docker's multiplexed exec stream (8-byte headers); keep head and tail of long outputs."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.buf += chunk
+        while len(self.buf) >= 8:
+            size = int.from_bytes(self.buf[4:8], "big")
+            if len(self.buf) < 8 + size:
+                return
+            self._keep(bytes(self.buf[8:8 + size]))
+            del self.buf[:8 + size]
+
+    def _keep(self, data: bytes) -> None:
+        half = _MAX_CAPTURE // 2
+        room = half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        if len(self.tail) > half:
+            self.dropped += len(self.tail) - half
+            del self.tail[:len(self.tail) - half]
+
+    def text(self) -> str:
+        data = bytes(self.head)
+        if self.dropped:
+            data += f"\n[... {self.dropped} bytes of output dropped ...]\n".encode()
+        return (data + bytes(self.tail)).decode("utf-8", errors="replace")

@@ -1,0 +1,55 @@
+"""Remove leftover mimoagent containers: all of them, one run's, or only those of dead runners.
+
+`mimoagent cleanup` calls `cleanup()`; each docker run calls `cleanup(stale_only=True)` at start, so
+a rerun after a SIGKILL leaves nothing of the killed run behind. "Stale" means: made on this host by
+a runner pid that no longer exists (containers of other hosts sharing the engine are left alone).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from mimo_core.environments.docker_registry import LABEL_HOST, LABEL_PID, LABEL_RUN_ID, remove
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_stale(labels: dict[str, str], host: str | None = None) -> bool:
+    host = host or socket.gethostname()
+    if labels.get(LABEL_HOST) != host:
+        return False
+    try:
+        pid = int(labels.get(LABEL_PID, ""))
+    except ValueError:
+        return False
+    return pid != os.getpid() and not _pid_alive(pid)
+
+
+def cleanup(run_id: str | None = None, stale_only: bool = False, client: Any = None) -> int:
+    """Remove mimoagent containers (optionally of one run, optionally only stale ones); return how many."""
+    import docker
+
+    own = client is None
+    client = client or docker.from_env(version="auto")
+    try:
+        label = f"{LABEL_RUN_ID}={run_id}" if run_id else LABEL_RUN_ID
+        removed = 0
+        for c in client.api.containers(all=True, filters={"label": label}):
+            if stale_only and not is_stale(c.get("Labels") or {}):
+                continue
+            remove(c["Id"], client)
+            removed += 1
+        return removed
+    finally:
+        if own:
+            client.close()

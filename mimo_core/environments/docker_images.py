@@ -1,0 +1,123 @@
+"""Getting a task's image onto the engine: use it if present, else pull it, else build its Dockerfile.
+
+Built images are tagged by a content hash of the build context, so the same task (or any task with
+an identical `environment/` folder) never rebuilds, across rollouts, workers and runs. A lock per
+hash (threads) plus a file lock (processes) makes concurrent rollouts of one task build it once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from mimo_core.errors import SandboxError
+
+BUILD_REPO = "mimo-build"
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def context_hash(context: Path) -> str:
+    """sha256 over every file's relative path, mode and bytes (and symlink targets), in sorted order."""
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(context):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            rel = path.relative_to(context).as_posix()
+            h.update(b"\0F" + rel.encode())
+            if path.is_symlink():
+                h.update(b"\0L" + os.readlink(path).encode())
+                continue
+            h.update(b"\0M%o" % (path.stat().st_mode & 0o777))
+            with path.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()
+
+
+def build_tag(context: Path) -> str:
+    """`mimo-build/<folder name>:<hash>`: readable in `docker images`, unique per content."""
+    label = context.resolve().name
+    if label in ("environment", "tests", "docker", ".") and context.resolve().parent.name:
+        label = f"{context.resolve().parent.name}-{label}"
+    label = re.sub(r"[^a-z0-9._-]+", "-", label.lower()).strip("._-")[:60] or "task"
+    return f"{BUILD_REPO}/{label}:{context_hash(context)[:20]}"
+
+
+def _has_image(client: Any, name: str) -> bool:
+    import docker.errors
+
+    try:
+        client.images.get(name)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def _thread_lock(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def build_image(client: Any, context: Path, timeout: float) -> str:
+    """Build `context/Dockerfile` unless an image with the same content hash exists; return its tag."""
+    if not (context / "Dockerfile").is_file():
+        raise SandboxError(f"no Dockerfile in build context {context}")
+    tag = build_tag(context)
+    if _has_image(client, tag):
+        return tag
+    lock_path = Path(tempfile.gettempdir()) / f"mimo-build-{tag.rsplit(':', 1)[1]}.lock"
+    with _thread_lock(tag), lock_path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            if _has_image(client, tag):  # another worker or process built it while we waited
+                return tag
+            _build(client, context, tag, timeout)
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    return tag
+
+
+def _build(client: Any, context: Path, tag: str, timeout: float) -> None:
+    log: list[str] = []
+    error: str | None = None
+    try:
+        for chunk in client.api.build(path=str(context), tag=tag, rm=True, forcerm=True, decode=True,
+                                      timeout=timeout, labels={"mimoagent.build": "1"}):
+            if "stream" in chunk:
+                log.append(chunk["stream"])
+            if "error" in chunk:
+                error = chunk["error"]
+    except Exception as e:  # connection errors, read timeouts: report with the log so far
+        error = f"{type(e).__name__}: {e}"
+    if error is not None:
+        tail = "".join(log)[-3000:]
+        raise SandboxError(f"building {context}/Dockerfile failed: {error.strip()}\n{tail}")
+
+
+def ensure_image(client: Any, image: str | None, dockerfile_dir: str | None, timeout: float) -> str:
+    """The image to run: `image` if present or pullable, else one built from `dockerfile_dir`."""
+    import docker.errors
+
+    problems: list[str] = []
+    if image:
+        if _has_image(client, image):
+            return image
+        try:
+            client.images.pull(image)
+            return image
+        except docker.errors.APIError as e:
+            problems.append(f"image {image!r} is not on the engine and could not be pulled "
+                            f"({e.explanation or e})")
+    if dockerfile_dir:
+        return build_image(client, Path(dockerfile_dir), timeout)
+    if not problems:
+        problems.append("the task names no image and no Dockerfile folder (image / dockerfile_dir)")
+    raise SandboxError("; ".join(problems))
