@@ -98,15 +98,14 @@ class ReadTool:
         check_args("read", self.schema.parameters, args)
         path = args["path"]
         lines = _text(_load(env, path), path).splitlines(keepends=True)
-        start = args.get("start_line") or 1
-        end = args.get("end_line") or len(lines)
-        if start < 1 or end < start:
+        start, end = args.get("start_line") or 1, args.get("end_line")
+        if start < 1 or (end is not None and end < start):
             raise ToolError(f"read: need 1 <= start_line <= end_line, got start_line={start}, end_line={end}")
         if not lines:
             return ToolResult(output=f"({path} is empty)")
         if start > len(lines):
             raise ToolError(f"read: start_line={start} is past the end of {path} ({len(lines)} lines)")
-        end = min(end, len(lines))
+        end = len(lines) if end is None else min(end, len(lines))
         body = _numbered(lines[start - 1:end], start)
         if not body.endswith("\n"):
             body += "\n"
