@@ -1,35 +1,16 @@
-"""Fixtures for tool tests: a started local environment and the default tool set."""
+"""Fixtures for tool tests: started local environments (shared with the environment tests) and tools."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
 import pytest
 
-from mimo_core.config import EnvironmentConfig, ToolSpec
-from mimo_core.environments.base import SandboxSpec
+from mimo_core.config import ToolSpec
 from mimo_core.environments.local import LocalEnvironment
 from mimo_core.tools.base import Tool
 from mimo_core.tools.registry import build_tools
+from tests.environments.conftest import MakeEnv, make_env
 
-MakeEnv = Callable[..., LocalEnvironment]
-
-
-@pytest.fixture
-def make_env(tmp_path: Path) -> Iterator[MakeEnv]:
-    made: list[LocalEnvironment] = []
-
-    def make(sandbox: str = "none", timeout: float = 10.0) -> LocalEnvironment:
-        config = EnvironmentConfig(sandbox=sandbox, backend_kwargs={"root": str(tmp_path / "envs")})
-        env = LocalEnvironment(SandboxSpec(cwd="/testbed", timeout=timeout), config)
-        made.append(env)
-        env.start()
-        return env
-
-    yield make
-    for env in made:
-        env.stop()
+__all__ = ["MakeEnv", "make_env"]
 
 
 @pytest.fixture
