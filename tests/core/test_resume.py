@@ -1,0 +1,80 @@
+"""Resume: finished rollouts are kept and skipped, infra errors are rerun, SIGKILL loses nothing finished."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mimo_core.results import ResultsStore
+from tests.core.conftest import REPO, SECRET, base_url, run_cli, write_config, write_dataset
+from tests.scripted_llm import call, turns
+
+SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
+
+
+def _cli(data: Path, cfg: Path, out: Path, *extra: str) -> list[str]:
+    return ["-c", str(cfg), "--dataset", str(data), "-o", str(out), *extra]
+
+
+def test_rerun_skips_finished_and_redo_existing_reruns(workdir: Path, scripted_llm) -> None:
+    scripted_llm.set_responder(SOLVE)
+    data, cfg, out = write_dataset(workdir, n=3), write_config(workdir, "cfg"), workdir / "out"
+    assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
+    first = ResultsStore(out).load()
+    n_requests = len(scripted_llm.requests)
+    proc = run_cli(_cli(data, cfg, out), scripted_llm)
+    assert proc.returncode == 0 and "0 rollouts to run" in proc.stderr
+    assert len(scripted_llm.requests) == n_requests
+    assert ResultsStore(out).load() == first
+    proc = run_cli(_cli(data, cfg, out, "--redo-existing"), scripted_llm)
+    assert proc.returncode == 0
+    again = ResultsStore(out).load()
+    assert len(scripted_llm.requests) == 2 * n_requests
+    assert sorted(again) == sorted(first) and {r.run_id for r in again.values()} != {r.run_id for r in first.values()}
+    assert len((out / "results.jsonl").read_text().splitlines()) == 3  # replaced, not duplicated
+
+
+def test_infra_errors_are_rerun_on_resume(workdir: Path, scripted_llm) -> None:
+    data, cfg, out = write_dataset(workdir, n=2), write_config(workdir, "cfg"), workdir / "out"
+    scripted_llm.inject(503, times=3)  # exhausts the first rollout's 3 attempts
+    scripted_llm.set_responder(SOLVE)
+    assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
+    recs = ResultsStore(out).load()
+    assert sorted(r.exit_status for r in recs.values()) == ["model_error", "submitted"]
+    proc = run_cli(_cli(data, cfg, out), scripted_llm)
+    assert "1 rollouts to run" in proc.stderr
+    recs = ResultsStore(out).load()
+    assert [r.exit_status for r in recs.values()] == ["submitted", "submitted"]
+
+
+def test_sigkill_loses_no_finished_rollout(workdir: Path, scripted_llm) -> None:
+    scripted_llm.set_responder(SOLVE)
+    scripted_llm.latency = 0.15
+    data, cfg, out = write_dataset(workdir, n=6), write_config(workdir, "cfg"), workdir / "out"
+    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
+           "MIMOAGENT_RECORDERS": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--workers", "2")],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
+        time.sleep(0.05)
+    time.sleep(0.2)  # land the kill mid-rollout
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    survived = ResultsStore(out).load()
+    assert 2 <= len(survived) < 6
+    for rec in survived.values():  # every record points at complete files
+        assert (out / rec.output_dir / "traj.json").exists()
+        assert (out / rec.output_dir / "reward_extra_info.json").exists()
+    scripted_llm.latency = 0.0
+    done = run_cli(_cli(data, cfg, out), scripted_llm)
+    assert f"{6 - len(survived)} rollouts to run" in done.stderr
+    final = ResultsStore(out).load()
+    assert len(final) == 6 and all(r.passed for r in final.values())
+    assert all(final[k] == v for k, v in survived.items())
+    assert len(results.read_text().splitlines()) == 6
