@@ -59,6 +59,8 @@ class ArvoDatasetType(RepoDatasetType):
     def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
         assert isinstance(task, ArvoTask)
         pm = self.paths(env, task)
+        if task.test_files:
+            self.write_files(env, task, task.test_files, "/tests")
         build = run(env, pm.text(task.build_cmd), cwd=env.spec.cwd, timeout=task.build_timeout,
                     extra_env=pm.env_vars())
         details: dict[str, Any] = {"build_ok": build.returncode == 0, "build_output_tail": tail(build.output)}

@@ -79,7 +79,7 @@ def is_harbor_dir(path: Path) -> bool:
     return is_harbor_task(path) or any(is_harbor_task(p) for p in path.iterdir() if p.is_dir())
 
 
-def _files_map(folder: Path) -> dict[str, Any]:
+def files_map(folder: Path) -> dict[str, Any]:
     """Every file under `folder`: text as is, binary as {content, encoding: base64}."""
     out: dict[str, Any] = {}
     if not folder.is_dir():
@@ -142,7 +142,7 @@ def convert_task(task_dir: Path, relative_to: Path | None = None) -> dict[str, A
     if not instruction.is_file():
         raise DatasetError(f"{task_dir}: instruction.md is missing")
     env_dir, sol_dir = task_dir / "environment", task_dir / "solution"
-    solution = _files_map(sol_dir)
+    solution = files_map(sol_dir)
     gold = solution.get("solution.patch") or next(
         (v for k, v in solution.items() if k.endswith((".patch", ".diff")) and isinstance(v, str)), None)
     script = solution.get("solve.sh")
@@ -167,7 +167,7 @@ def convert_task(task_dir: Path, relative_to: Path | None = None) -> dict[str, A
         "verifier_memory_mb": toml.verifier.environment.memory_mb,
         "collect": [h.model_dump() for h in toml.verifier.collect],
         "artifacts": toml.artifacts or ["/logs/artifacts/model.patch"],
-        "test_files": _files_map(task_dir / "tests"),
+        "test_files": files_map(task_dir / "tests"),
         "solution_files": solution,
         "gold_patch": gold if isinstance(gold, str) else None,
         "solution_script": script if isinstance(script, str) else None,
