@@ -38,6 +38,9 @@ _CA_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",
             "GIT_SSL_CAINFO")
 _QUIET = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat", "NO_COLOR": "1"}
 _MAX_CAPTURE = 8 * 1024 * 1024  # bytes of output kept per command: head and tail halves
+# PID 1 of every container. As PID 1 it ignores signals sent from inside the container, so an agent's
+# `pkill sleep` or `kill -9 -1` cannot end the container; its `wait` also reaps orphaned zombies.
+KEEPALIVE = "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done"
 _KILL_GRACE = 5.0  # seconds to wait for an exec's stream to end after its processes were killed
 
 
@@ -51,7 +54,7 @@ class DockerOptions(BaseModel):
     ca_bundle: Literal["auto", "none"] | str = "auto"  # auto: the host bundle, when the task has network
     scratch_dir: str = "/tmp/.mimo"
     user: str | None = None
-    init: bool = True  # a tiny init reaps the zombies background jobs leave
+    init: bool = False  # docker's init as PID 1; by default PID 1 is our shell loop (see KEEPALIVE)
     extra_hosts: dict[str, str] = {}
     shm_size: str | None = None
 
@@ -125,7 +128,7 @@ class DockerEnvironment:
             for var in _CA_VARS:
                 env.setdefault(var, HOST_CA_BUNDLE)
         kwargs: dict[str, Any] = dict(
-            image=self.image, name=name, entrypoint=["sleep", "infinity"], command=[], detach=True,
+            image=self.image, name=name, entrypoint=["/bin/sh", "-c", KEEPALIVE], command=[], detach=True,
             working_dir=spec.cwd, environment=env, labels=labels, volumes=volumes, init=opts.init,
             extra_hosts=opts.extra_hosts or None, stdin_open=False, tty=False,
         )
@@ -145,7 +148,7 @@ class DockerEnvironment:
         return self.client.containers.create(**kwargs)
 
     def stop(self) -> None:
-        """Remove the container (forcefully: it runs `sleep infinity`). Idempotent."""
+        """Remove the container (forcefully: PID 1 ignores polite signals). Idempotent."""
         container, self.container = self.container, None
         if container is not None:
             docker_registry.remove(container.id, self.client)
