@@ -1,0 +1,69 @@
+"""Analytics on the results table: pass rates with intervals, pass@k, paired A/B, usage, exit statuses.
+
+Each asset publishes its table as markdown metadata (rendered in the UI) and writes it beside the
+results table; the pass-rate plot is embedded in the metadata and saved as a PNG.
+"""
+
+
+import json
+
+import polars as pl
+from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+
+from mimo_assets import stats
+from mimo_assets.assets.results import RESULTS_PARQUET
+from mimo_assets.plots import pass_rate_png, write_png
+from resources import OutputStore
+
+GROUP = "analytics"
+
+
+def _table(store: OutputStore) -> pl.DataFrame:
+    return pl.read_parquet(store.tables_dir() / RESULTS_PARQUET)
+
+
+def _publish(store: OutputStore, name: str, df: pl.DataFrame, **extra: object) -> MaterializeResult:
+    path = store.tables_dir() / f"{name}.parquet"
+    df.write_parquet(path)
+    return MaterializeResult(metadata={"table": MetadataValue.md(stats.to_markdown(df)),
+                                       "path": MetadataValue.path(str(path)), "rows": df.height, **extra})
+
+
+@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+def pass_rates(output_store: OutputStore) -> MaterializeResult:
+    """Pass rate per config with a 95% Wilson interval, and the plot."""
+    df = stats.pass_rate_by_config(_table(output_store))
+    png = output_store.tables_dir() / "pass_rate_by_config.png"
+    md = write_png(pass_rate_png(df), png) if df.height else "_no graded rollouts yet_"
+    return _publish(output_store, "pass_rates", df, plot=MetadataValue.md(md), plot_path=MetadataValue.path(str(png)))
+
+
+@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+def pass_at_k(output_store: OutputStore) -> MaterializeResult:
+    """Unbiased pass@k per config for k up to the rollouts every instance has."""
+    return _publish(output_store, "pass_at_k", stats.pass_at_k_by_config(_table(output_store)))
+
+
+@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+def ab_comparison(context: AssetExecutionContext, output_store: OutputStore) -> MaterializeResult:
+    """Every pair of configs on the instances both ran: B − A with its 95% interval, flipped instances."""
+    pairs = stats.all_pairs(_table(output_store))
+    df = pl.DataFrame(
+        [{k: (", ".join(v) if isinstance(v, list) else v) for k, v in p.items()} for p in pairs],
+        schema={"a": pl.String, "b": pl.String, "shared_instances": pl.Int64, "pass_rate_a": pl.Float64,
+                "pass_rate_b": pl.Float64, "difference": pl.Float64, "ci_low": pl.Float64,
+                "ci_high": pl.Float64, "flipped_to_pass": pl.String, "flipped_to_fail": pl.String},
+    )
+    return _publish(output_store, "ab_comparison", df, pairs=MetadataValue.json(json.loads(json.dumps(pairs))))
+
+
+@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+def usage_by_config(output_store: OutputStore) -> MaterializeResult:
+    """Cost, tokens, steps and duration per config."""
+    return _publish(output_store, "usage_by_config", stats.usage_by_config(_table(output_store)))
+
+
+@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+def exit_statuses(output_store: OutputStore) -> MaterializeResult:
+    """How rollouts ended, per config."""
+    return _publish(output_store, "exit_statuses", stats.exit_statuses_by_config(_table(output_store)))

@@ -1,0 +1,65 @@
+"""dataset rows → converted JSONL, and the registered config files: the inputs of every rollout."""
+
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from dagster import AssetExecutionContext, AssetMaterialization, AssetSpec, Config, multi_asset
+from pydantic import Field
+
+from mimo_assets.inputs import config_events, dataset_events, registered_configs
+from mimo_assets.runs import run_tags
+from resources import OutputStore
+
+GROUP = "inputs"
+
+
+class DatasetConfig(Config):
+    source: str = Field(default="", description="JSONL/parquet/Harbor folder/HF name; default $MIMOAGENT_DATASET")
+    split: str | None = None
+
+
+@multi_asset(
+    specs=[
+        AssetSpec("dataset_rows", group_name=GROUP, skippable=True, kinds={"python"},
+                  description="The benchmark's rows as published (a file, a Harbor folder or a HF dataset)."),
+        AssetSpec("converted_jsonl", deps=["dataset_rows"], group_name=GROUP, skippable=True, kinds={"json"},
+                  description="Validated mimoagent JSONL; loading it registers one `instance` partition per row."),
+    ],
+    name="load_dataset",
+)
+def load_dataset(
+    context: AssetExecutionContext, config: DatasetConfig, output_store: OutputStore,
+) -> Iterator[AssetMaterialization]:
+    from mimo_core.datasets.loader import load_tasks
+
+    source = config.source or os.environ.get("MIMOAGENT_DATASET", "")
+    if not source:
+        raise ValueError("load_dataset: set `source` in the run config or $MIMOAGENT_DATASET")
+    tasks = load_tasks(source, config.split)
+    context.log.info(f"{len(tasks)} rows from {source}")
+    yield from dataset_events(context.instance, tasks, source, config.split, output_store.datasets_dir(),
+                              run_tags(), force=True)
+
+
+class ConfigFilesConfig(Config):
+    paths: list[str] = Field(default_factory=list, description="config files to register")
+    directory: str = Field(default="", description="register every *.yaml here (default $MIMOAGENT_CONFIG_DIR)")
+
+
+def yaml_files(directory: str) -> list[str]:
+    root = Path(directory).expanduser()
+    return sorted(str(p.resolve()) for p in [*root.glob("*.yaml"), *root.glob("*.yml")]) if root.is_dir() else []
+
+
+@multi_asset(
+    specs=[AssetSpec("config_files", group_name=GROUP, skippable=True, kinds={"yaml"},
+                     description="Registered config files (name → path); each is one `config` partition.")],
+    name="config_files",
+)
+def config_files(context: AssetExecutionContext, config: ConfigFilesConfig) -> Iterator[AssetMaterialization]:
+    """Every registered config file (name → path); each registers one `config` partition."""
+    paths = list(config.paths) + yaml_files(config.directory or os.environ.get("MIMOAGENT_CONFIG_DIR", ""))
+    paths += [p for p in registered_configs(context.instance).values() if Path(p).exists()]
+    yield from config_events(context.instance, list(dict.fromkeys(paths)), run_tags(), force=True)

@@ -1,0 +1,135 @@
+"""rollouts → judge scores → graded results, partitioned by instance × config.
+
+One `run_one` produces all three (the judge and the verifier run while the sandbox is alive), so they
+are one step. Backfills from the UI use a single-run policy: a selection of partitions runs as few
+runs, with `workers` rollouts at a time inside each. Selecting `graded_results` alone regrades the
+saved submissions of the latest rollouts and leaves those rollouts as they were.
+"""
+
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from dagster import (
+    AssetExecutionContext,
+    AssetMaterialization,
+    AssetRecordsFilter,
+    AssetSpec,
+    BackfillPolicy,
+    Config,
+    multi_asset,
+)
+
+from mimo_assets.engine import materializations, run_in_thread
+from mimo_assets.events import CONVERTED_JSONL, GRADED_RESULTS, ROLLOUTS
+from mimo_assets.inputs import latest, registered_configs, upstream
+from mimo_assets.partitions import partition_key, rollout_partitions, split_key
+from mimo_assets.runs import run_tags
+from mimo_core.config import NamedConfig
+from mimo_core.datasets.base import Task
+from mimo_core.results import ResultsStore
+from mimo_core.rollout import RolloutJob
+from resources import ModelEndpoint, OutputStore, SandboxBackend
+
+GROUP = "rollouts"
+
+
+class RolloutsConfig(Config):
+    num_rollouts: int = 1
+    workers: int = 4
+
+
+def _tasks(instance_ids: set[str], store: OutputStore, latest_path: str | None) -> dict[str, Task]:
+    """Rows for the selected instances: the latest converted JSONL first, then older ones."""
+    from mimo_core.datasets.loader import load_tasks
+
+    files = [Path(latest_path)] if latest_path else []
+    files += sorted(store.datasets_dir().glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
+    found: dict[str, Task] = {}
+    for path in dict.fromkeys(files):
+        if instance_ids <= found.keys():
+            break
+        if path.exists():
+            for task in load_tasks(str(path)):
+                if task.instance_id in instance_ids and task.instance_id not in found:
+                    found[task.instance_id] = task
+    missing = instance_ids - found.keys()
+    if missing:
+        raise ValueError(f"no converted dataset row for instance(s) {sorted(missing)[:10]}: materialize "
+                         "converted_jsonl for their dataset first")
+    return found
+
+
+def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoint,
+             sandbox: SandboxBackend) -> dict[str, NamedConfig]:
+    from mimo_core.config import load_config
+
+    paths = registered_configs(context.instance)
+    missing = names - paths.keys()
+    if missing:
+        raise ValueError(f"config partition(s) {sorted(missing)} have no registered file: materialize config_files")
+    overrides = [o for o in (model.overrides(), sandbox.overrides()) if o]
+    return {n: load_config(paths[n], overrides) for n in names}
+
+
+def _regrade_jobs(
+    context: AssetExecutionContext, keys: list[tuple[str, str]], tasks: dict[str, Task],
+    configs: dict[str, NamedConfig], output: Path,
+) -> list[RolloutJob]:
+    """Regrade each partition's latest rollouts from their saved submissions."""
+    jobs = []
+    for instance_id, config_name in keys:
+        result = context.instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=ROLLOUTS, asset_partitions=[str(partition_key(instance_id, config_name))]),
+            limit=1,
+        )
+        if not result.records or result.records[0].asset_materialization is None:
+            raise ValueError(f"{instance_id} [{config_name}]: no rollouts materialization to regrade")
+        source = Path(str(result.records[0].asset_materialization.metadata["output_dir"].value))
+        for (iid, cname, k), rec in sorted(ResultsStore(source).finished().items()):
+            if (iid, cname) != (instance_id, config_name):
+                continue
+            submission = json.loads((source / rec.output_dir / "traj.json").read_text()).get("submission")
+            jobs.append(RolloutJob(task=tasks[iid], config=configs[cname], rollout_index=k, output_dir=output,
+                                   run_id=context.run_id, recalc=str(source), recalc_submission=submission or ""))
+    return jobs
+
+
+@multi_asset(
+    specs=[
+        AssetSpec("rollouts", deps=["converted_jsonl", "config_files"], group_name=GROUP, skippable=True,
+                  partitions_def=rollout_partitions, kinds={"python"},
+                  description="K agent rollouts per instance × config: trajectories, exit statuses, usage."),
+        AssetSpec("judge_scores", deps=["rollouts"], group_name=GROUP, skippable=True,
+                  partitions_def=rollout_partitions,
+                  description="Rubric scores from the in-environment judge agent (empty without a judge)."),
+        AssetSpec("graded_results", deps=["judge_scores"], group_name=GROUP, skippable=True,
+                  partitions_def=rollout_partitions,
+                  description="The verifier's reward per rollout; a recalc rematerializes only this."),
+    ],
+    name="rollouts",
+    can_subset=True,
+    backfill_policy=BackfillPolicy.single_run(),
+)
+def rollouts(
+    context: AssetExecutionContext, config: RolloutsConfig, output_store: OutputStore,
+    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend,
+) -> Iterator[AssetMaterialization]:
+    keys = [split_key(k) for k in context.partition_keys]
+    graded_only = set(context.selected_asset_keys) == {GRADED_RESULTS}
+    _, _, meta = latest(context.instance, CONVERTED_JSONL)
+    tasks = _tasks({i for i, _ in keys}, output_store, meta.get("path"))
+    configs = _configs({c for _, c in keys}, context, model_endpoint, sandbox_backend)
+    output = output_store.run_dir(context.run_id)
+    if graded_only:
+        jobs = _regrade_jobs(context, keys, tasks, configs, output)
+    else:
+        jobs = [RolloutJob(task=tasks[i], config=configs[c], rollout_index=k, output_dir=output,
+                           run_id=context.run_id)
+                for i, c in keys for k in range(config.num_rollouts)]
+    context.log.info(f"{len(jobs)} rollouts over {len(keys)} partitions, {config.workers} at a time -> {output}")
+    yield from materializations(
+        context.instance, run_in_thread(jobs, config.workers), [j.key for j in jobs], output,
+        upstream(context.instance), run_tags(), graded_only=graded_only, log=context.log,
+    )

@@ -1,0 +1,25 @@
+"""The mimoagent code location: `dagster dev -w workspace.yaml` loads this module."""
+
+from __future__ import annotations
+
+from dagster import Definitions
+
+from mimo_assets.assets.analytics import ab_comparison, exit_statuses, pass_at_k, pass_rates, usage_by_config
+from mimo_assets.assets.datasets import config_files, load_dataset
+from mimo_assets.assets.results import results_table
+from mimo_assets.assets.rollouts import rollouts
+from mimo_assets.checks import no_missing_partitions, rewards_in_range, trajectories_validate
+from mimo_assets.jobs import evaluate_job
+from mimo_assets.schedules import nightly_eval
+from mimo_assets.sensors import analytics_after_evaluate, analytics_job, new_config_files, register_configs_job
+from resources import ModelEndpoint, OutputStore, SandboxBackend
+
+defs = Definitions(
+    assets=[load_dataset, config_files, rollouts, results_table, pass_rates, pass_at_k, ab_comparison,
+            usage_by_config, exit_statuses],
+    asset_checks=[trajectories_validate, rewards_in_range, no_missing_partitions],
+    jobs=[evaluate_job, analytics_job, register_configs_job],
+    schedules=[nightly_eval],
+    sensors=[new_config_files, analytics_after_evaluate],
+    resources={"output_store": OutputStore(), "model_endpoint": ModelEndpoint(), "sandbox_backend": SandboxBackend()},
+)

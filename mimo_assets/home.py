@@ -1,0 +1,41 @@
+"""The one Dagster instance both doors use: CLI runs record into it and `dagster dev` reads it.
+
+`DAGSTER_HOME` wins when set; otherwise `~/.mimoagent/dagster_home`, created on first use, so a new user
+gets a persistent instance without setting anything (`mimoagent-dagster dev` points the UI at it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dagster import DagsterInstance
+
+DEFAULT_HOME = "~/.mimoagent/dagster_home"
+
+
+# Written once into a new home: no telemetry (runs may be offline), and a bounded run queue so a UI
+# backfill over thousands of partitions never floods the machine.
+DEFAULT_YAML = """\
+telemetry:
+  enabled: false
+run_queue:
+  max_concurrent_runs: 4
+"""
+
+
+def dagster_home() -> Path:
+    home = Path(os.environ.get("DAGSTER_HOME") or DEFAULT_HOME).expanduser().resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(DEFAULT_YAML)
+    return home
+
+
+def get_instance() -> DagsterInstance:
+    from dagster import DagsterInstance
+
+    return DagsterInstance.from_config(str(dagster_home()))

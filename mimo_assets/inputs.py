@@ -1,0 +1,125 @@
+"""The inputs every rollout depends on: the converted dataset and the registered config files.
+
+Both are unpartitioned assets whose materialization is skipped when nothing changed (same data
+version), so re-running a CLI command does not materialize them again. Registering them also adds the
+dynamic partitions: every instance of a loaded dataset, every config's name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from dagster import AssetKey, AssetMaterialization, DagsterInstance, MetadataValue
+
+from mimo_assets.events import _DATA_VERSION, CONFIG_FILES, CONVERTED_JSONL, Upstream
+from mimo_assets.partitions import CONFIG_DIM, INSTANCE_DIM, register
+from mimo_core.config import load_config
+from mimo_core.datasets.base import Task
+from mimo_core.results import atomic_write_text
+from mimo_core.rollout import safe_name
+
+DATASET_ROWS = AssetKey("dataset_rows")
+
+
+def latest(instance: DagsterInstance, key: AssetKey) -> tuple[int | None, str | None, dict[str, Any]]:
+    """(storage id, data version, metadata values) of an asset's latest materialization."""
+    result = instance.fetch_materializations(key, limit=1)
+    if not result.records:
+        return None, None, {}
+    record = result.records[0]
+    mat = record.asset_materialization
+    tags = (mat.tags if mat else None) or {}
+    meta = {k: v.value for k, v in ((mat.metadata if mat else None) or {}).items()}
+    return record.storage_id, tags.get(_DATA_VERSION), meta
+
+
+def upstream(instance: DagsterInstance) -> Upstream:
+    out = Upstream()
+    for key in (CONVERTED_JSONL, CONFIG_FILES):
+        storage_id, version, _ = latest(instance, key)
+        out.inputs[key] = (storage_id, version or "INITIAL")
+    return out
+
+
+def convert_dataset(tasks: list[Task], source: str, split: str | None, datasets_dir: Path) -> tuple[Path, str]:
+    """Write the validated rows as mimoagent JSONL; the file name carries the content hash."""
+    text = "".join(t.model_dump_json() + "\n" for t in tasks)
+    version = hashlib.sha256(text.encode()).hexdigest()[:16]
+    stem = safe_name(Path(source.rstrip("/")).name.removesuffix(".jsonl").removesuffix(".parquet"))
+    path = datasets_dir / f"{stem}{'-' + safe_name(split) if split else ''}-{version}.jsonl"
+    if not path.exists():
+        atomic_write_text(path, text)
+    return path, version
+
+
+def dataset_events(
+    instance: DagsterInstance, tasks: list[Task], source: str, split: str | None, datasets_dir: Path,
+    tags: dict[str, str] | None = None, force: bool = False,
+) -> list[AssetMaterialization]:
+    """Register the dataset's instances; materialize its two assets only if the content changed."""
+    path, version = convert_dataset(tasks, source, split, datasets_dir)
+    new = register(instance, INSTANCE_DIM, [t.instance_id for t in tasks])
+    _, latest_version, _ = latest(instance, CONVERTED_JSONL)
+    if latest_version == version and not force:
+        return []
+    types: dict[str, int] = {}
+    for t in tasks:
+        types[t.dataset_type] = types.get(t.dataset_type, 0) + 1
+    source_meta = {"source": source, "split": split or "", "rows": len(tasks)}
+    rows = AssetMaterialization(
+        DATASET_ROWS, metadata={**source_meta, "dataset_types": types},
+        tags={**(tags or {}), _DATA_VERSION: version},
+    )
+    converted = AssetMaterialization(
+        CONVERTED_JSONL,
+        metadata={**source_meta, "path": MetadataValue.path(str(path)), "new_instances": len(new),
+                  "preview": MetadataValue.md("\n".join(f"- `{t.instance_id}` ({t.dataset_type})"
+                                                         for t in tasks[:10]))},
+        tags={**(tags or {}), _DATA_VERSION: version,
+              "dagster/input_data_version/dataset_rows": version},
+    )
+    return [rows, converted]
+
+
+def registered_configs(instance: DagsterInstance) -> dict[str, str]:
+    """Config name → file path, as recorded by the latest `config_files` materialization."""
+    _, _, meta = latest(instance, CONFIG_FILES)
+    return dict(meta.get("configs") or {})
+
+
+def _file_hash(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def config_events(
+    instance: DagsterInstance, config_paths: list[str], tags: dict[str, str] | None = None,
+    force: bool = False,
+) -> list[AssetMaterialization]:
+    """Register each config as a partition and record name → path (never the file's values: they may
+    hold expanded secrets). Skipped when every file is already registered unchanged."""
+    _, _, meta = latest(instance, CONFIG_FILES)
+    known: dict[str, str] = dict(meta.get("configs") or {})
+    hashes: dict[str, str] = dict(meta.get("hashes") or {})
+    changed = False
+    for raw in config_paths:
+        path = str(Path(raw).resolve())
+        named = load_config(path)
+        digest = _file_hash(path)
+        if known.get(named.name) != path or hashes.get(named.name) != digest:
+            known[named.name], hashes[named.name] = path, digest
+            changed = True
+    register(instance, CONFIG_DIM, list(known))
+    if not changed and not force:
+        return []
+    version = hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()[:16]
+    table = ["| config | path | sha256 |", "|---|---|---|"]
+    table += [f"| {n} | `{p}` | {hashes[n]} |" for n, p in sorted(known.items())]
+    return [AssetMaterialization(
+        CONFIG_FILES,
+        metadata={"configs": MetadataValue.json(known), "hashes": MetadataValue.json(hashes),
+                  "count": len(known), "table": MetadataValue.md("\n".join(table))},
+        tags={**(tags or {}), _DATA_VERSION: version},
+    )]

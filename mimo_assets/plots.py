@@ -1,0 +1,40 @@
+"""Pass rate by config with its 95% interval, as a PNG a person opens from the Dagster UI."""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+
+import polars as pl
+
+
+def pass_rate_png(rates: pl.DataFrame) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = rates["config_name"].to_list()
+    rate = rates["pass_rate"].to_list()
+    low = [r - lo for r, lo in zip(rate, rates["ci_low"].to_list(), strict=False)]
+    high = [hi - r for r, hi in zip(rate, rates["ci_high"].to_list(), strict=False)]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(names) + 2), 3.5), dpi=100)
+    ax.bar(names, rate, yerr=[low, high], capsize=6, color="#4c78a8")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("pass rate (95% Wilson CI)")
+    ax.set_title("Pass rate by config")
+    for i, (r, n) in enumerate(zip(rate, rates["rollouts"].to_list(), strict=False)):
+        ax.text(i, min(r + 0.03, 0.95), f"{r:.0%} (n={n})", ha="center", fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def write_png(data: bytes, path: Path) -> str:
+    """Save the file and return markdown embedding it, which the UI's metadata panel renders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return f"![pass rate by config](data:image/png;base64,{base64.b64encode(data).decode()})"

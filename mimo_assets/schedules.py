@@ -1,0 +1,41 @@
+"""The nightly evaluation: a configured dataset × config set, one run per night tagged with its date.
+
+Written by hand: `build_schedule_from_partitioned_job` refuses dynamic multi-partitions. Configured by
+environment variables so a deployment changes it without a code change; unset means skip.
+"""
+
+
+import os
+
+from dagster import RunRequest, ScheduleEvaluationContext, SkipReason, schedule
+
+from mimo_assets.jobs import evaluate_job
+
+NIGHTLY_CRON = os.environ.get("MIMOAGENT_NIGHTLY_CRON", "0 2 * * *")
+
+
+def nightly_request(night: str, env: dict[str, str]) -> RunRequest | SkipReason:
+    dataset = env.get("MIMOAGENT_NIGHTLY_DATASET", "")
+    configs = [p for p in env.get("MIMOAGENT_NIGHTLY_CONFIGS", "").split(os.pathsep) if p]
+    if not dataset or not configs:
+        return SkipReason("set MIMOAGENT_NIGHTLY_DATASET and MIMOAGENT_NIGHTLY_CONFIGS (paths joined by "
+                          f"{os.pathsep!r}) to enable the nightly evaluation")
+    op_config = {
+        "dataset": dataset, "configs": configs, "split": env.get("MIMOAGENT_NIGHTLY_SPLIT") or None,
+        "num_rollouts": int(env.get("MIMOAGENT_NIGHTLY_ROLLOUTS", "1")),
+        "workers": int(env.get("MIMOAGENT_NIGHTLY_WORKERS", "8")),
+    }
+    root = env.get("MIMOAGENT_OUTPUT_ROOT")
+    if root:
+        op_config["output_dir"] = os.path.join(root, "runs", f"nightly-{night}")
+    return RunRequest(
+        run_key=f"nightly-{night}",
+        run_config={"ops": {"evaluate_op": {"config": op_config}}},
+        tags={"mimoagent/date": night, "mimoagent/source": "nightly"},
+    )
+
+
+@schedule(job=evaluate_job, cron_schedule=NIGHTLY_CRON, name="nightly_eval")
+def nightly_eval(context: ScheduleEvaluationContext) -> RunRequest | SkipReason:
+    night = context.scheduled_execution_time.date().isoformat()
+    return nightly_request(night, dict(os.environ))

@@ -1,0 +1,78 @@
+"""The results table: the latest graded materialization of every partition, joined to its records.
+
+Materializations say where each partition's results.jsonl is (CLI runs write wherever `-o` points), so
+one pass over the event log plus one read per run folder builds the table for every door.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from dagster import AssetRecordsFilter, DagsterInstance
+
+from mimo_assets.events import GRADED_RESULTS
+from mimo_assets.partitions import split_key
+from mimo_core.results import ResultRecord, ResultsStore
+
+PAGE = 10_000
+
+SCHEMA: dict[str, Any] = {
+    "instance_id": pl.String, "config_name": pl.String, "rollout_index": pl.Int64, "run_id": pl.String,
+    "dataset_type": pl.String, "agent_type": pl.String, "model_name": pl.String, "exit_status": pl.String,
+    "infra_error": pl.Boolean, "error_class": pl.String, "reward": pl.Float64, "passed": pl.Boolean,
+    "judge_score": pl.Float64, "recalc": pl.String, "steps": pl.Int64, "prompt_tokens": pl.Int64,
+    "completion_tokens": pl.Int64, "cached_tokens": pl.Int64, "reasoning_tokens": pl.Int64,
+    "cost": pl.Float64, "duration_s": pl.Float64, "started_at": pl.String, "ended_at": pl.String,
+    "grading": pl.String, "run_dir": pl.String, "traj_path": pl.String,
+}
+
+
+def row(record: ResultRecord, run_dir: Path) -> dict[str, Any]:
+    data = record.model_dump(exclude={"error", "output_dir"})
+    data["grading"] = json.dumps(record.grading, sort_keys=True, default=str)
+    data["run_dir"] = str(run_dir)
+    data["traj_path"] = str(run_dir / record.output_dir / "traj.json")
+    return {k: data.get(k) for k in SCHEMA}
+
+
+def frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=SCHEMA, orient="row") if rows else pl.DataFrame(schema=SCHEMA)
+
+
+def frame_from_run_dirs(run_dirs: list[Path]) -> pl.DataFrame:
+    """Every record of the given run folders (the tests and the analytics of a single CLI run)."""
+    rows = [row(r, d.resolve()) for d in run_dirs for r in ResultsStore(d).load().values()]
+    return frame(rows)
+
+
+def latest_graded(instance: DagsterInstance) -> dict[tuple[str, str], Path]:
+    """(instance, config) → the run folder of its latest graded materialization."""
+    latest: dict[tuple[str, str], Path] = {}
+    cursor = None
+    while True:
+        result = instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=GRADED_RESULTS), limit=PAGE, cursor=cursor, ascending=True,
+        )
+        for rec in result.records:
+            mat = rec.asset_materialization
+            if mat is None or mat.partition is None or "output_dir" not in mat.metadata:
+                continue
+            latest[split_key(mat.partition)] = Path(str(mat.metadata["output_dir"].value))
+        if not result.has_more:
+            return latest
+        cursor = result.cursor
+
+
+def collect(instance: DagsterInstance) -> pl.DataFrame:
+    by_dir: dict[Path, set[tuple[str, str]]] = {}
+    for part, run_dir in latest_graded(instance).items():
+        by_dir.setdefault(run_dir, set()).add(part)
+    rows = []
+    for run_dir, parts in by_dir.items():
+        for rec in ResultsStore(run_dir).load().values():
+            if (rec.instance_id, rec.config_name) in parts and not rec.infra_error:
+                rows.append(row(rec, run_dir))
+    return frame(rows).sort("config_name", "instance_id", "rollout_index")
