@@ -1,0 +1,54 @@
+"""Task images built from a Dockerfile when no prebuilt image exists, cached by content hash."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from mimo_core.environments.docker_images import build_tag
+from mimo_core.errors import SandboxError
+
+
+def _context(tmp_path: Path, token: str) -> Path:
+    ctx = tmp_path / "task" / "environment"
+    ctx.mkdir(parents=True)
+    (ctx / "marker.txt").write_text(token)
+    (ctx / "Dockerfile").write_text(
+        "FROM mimo-base:bookworm\n"
+        "COPY marker.txt /opt/marker.txt\n"
+        "RUN date +%s%N > /opt/built-at\n"
+        "WORKDIR /testbed\n"
+    )
+    return ctx
+
+
+def test_dockerfile_is_built_once_and_reused_by_content_hash(make_docker_env, docker_client, tmp_path) -> None:
+    token = uuid.uuid4().hex  # a context no earlier run has built
+    ctx = _context(tmp_path, token)
+    tag = build_tag(ctx)
+    assert not docker_client.images.list(name=tag)
+    first = make_docker_env(image=None, dockerfile_dir=str(ctx))
+    assert first.image == tag
+    assert first.read_file("/opt/marker.txt").decode() == token
+    built_at = first.read_file("/opt/built-at")
+    second = make_docker_env(image="task-image-that-was-never-pushed:1", dockerfile_dir=str(ctx))
+    assert second.image == tag
+    assert second.read_file("/opt/built-at") == built_at  # same image: no rebuild
+
+    (ctx / "marker.txt").write_text(token + "-changed")
+    assert build_tag(ctx) != tag
+    third = make_docker_env(image=None, dockerfile_dir=str(ctx))
+    assert third.read_file("/opt/marker.txt").decode().endswith("-changed")
+    for t in (tag, build_tag(ctx)):
+        docker_client.images.remove(t, force=True)
+
+
+def test_broken_dockerfile_is_a_sandbox_error_with_the_build_log(make_docker_env, tmp_path) -> None:
+    ctx = tmp_path / "environment"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text("FROM mimo-base:bookworm\nRUN echo about-to-fail && exit 7\n")
+    env = make_docker_env(image=None, dockerfile_dir=str(ctx), start=False)
+    with pytest.raises(SandboxError, match="(?s)Dockerfile failed.*about-to-fail"):
+        env.start()
