@@ -1,0 +1,113 @@
+"""The rubric judge: the default agent's loop, with read-only tools and its own model, run in the final
+environment before the dataset's verifier. It scores each rubric in `task.rubric.rubrics` and submits
+its verdict as JSON; its trajectory is saved in the rollout's `judge/` folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mimo_core.agents.default import DefaultAgent
+from mimo_core.config import AgentConfig, JudgeAgentConfig
+from mimo_core.datasets.base import Task
+from mimo_core.environments.base import Environment
+from mimo_core.grading.rubric import (
+    VERDICT_FORMAT,
+    JudgeResult,
+    RubricItem,
+    parse_verdict,
+    rubric_block,
+    rubric_items,
+    weighted_score,
+)
+from mimo_core.messages import Message
+from mimo_core.results import write_json
+
+JUDGE_SYSTEM = (
+    "You are a strict reviewer judging another agent's work. The repository at {{cwd}} holds its final "
+    "state. Inspect it with the tools (read files, run read-only commands such as `git diff` or the tests); "
+    "do not modify anything. Then call `submit` once with your verdict."
+)
+JUDGE_INSTANCE = (
+    "The task the agent was given:\n\n{{task}}\n\n"
+    "Score the agent's work against each rubric:\n\n{{rubrics}}\n\n{{verdict_format}}"
+)
+_DEFAULTS = AgentConfig()
+
+
+class JudgeAgent(DefaultAgent):
+    """The default loop with the rubric and the verdict format added to the template variables."""
+
+    def __init__(self, items: list[RubricItem], *args, **kwargs):  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self.items = items
+
+    def initial_messages(self, task: Task, env: Environment) -> list[Message]:
+        from mimo_core.agents.templates import render
+
+        variables = {**task.template_vars(), "cwd": env.spec.cwd, "rubrics": rubric_block(self.items),
+                     "verdict_format": VERDICT_FORMAT}
+        return [
+            Message(role="system", content=render(self.config.system_template, variables,
+                                                  "environment.judge_agent.agent.system_template")),
+            Message(role="user", content=render(self.config.instance_template, variables,
+                                                "environment.judge_agent.agent.instance_template")),
+        ]
+
+
+def judge_agent_config(config: AgentConfig) -> AgentConfig:
+    """Judge prompts replace the generic defaults; templates the user wrote are kept."""
+    update = {}
+    if config.system_template == _DEFAULTS.system_template:
+        update["system_template"] = JUDGE_SYSTEM
+    if config.instance_template == _DEFAULTS.instance_template:
+        update["instance_template"] = JUDGE_INSTANCE
+    return config.model_copy(update=update)
+
+
+def _verdict(messages: list[dict]) -> str | None:
+    """The message of the last `submit` call, else the last assistant text."""
+    for msg in reversed(messages):
+        for call in reversed(msg.get("tool_calls") or []):
+            if call["function"]["name"] == "submit":
+                try:
+                    args = json.loads(call["function"]["arguments"] or "{}")
+                except json.JSONDecodeError:
+                    return call["function"]["arguments"]
+                if isinstance(args, dict):
+                    text = args.get("message", args.get("summary"))
+                    return text if isinstance(text, str) else json.dumps(args)
+        if msg.get("role") == "assistant" and msg.get("content"):
+            return msg["content"]
+    return None
+
+
+def run_judge(config: JudgeAgentConfig, task: Task, env: Environment, out_dir: Path) -> JudgeResult:
+    from mimo_core.agents.factory import shared_model
+    from mimo_core.recorder import RolloutRecorder
+    from mimo_core.tools.registry import read_only_tools
+
+    items = rubric_items(task.rubric.rubrics if task.rubric else [])
+    agent_cfg = judge_agent_config(config.agent)
+    agent = JudgeAgent(items, agent_cfg, shared_model(config.model), read_only_tools())
+    rec = RolloutRecorder(out_dir)
+    try:
+        result = agent.run(task, env, rec)
+        verdict = _verdict(result.messages)
+        scores, error = parse_verdict(verdict or "", items)
+        if result.exit_status != "submitted":
+            error = f"judge ended with {result.exit_status.value}" + (f": {result.error}" if result.error else "")
+        rec.log(f"judge verdict: {verdict!r}; parse: {error or 'ok'}")
+    finally:
+        rec.close()
+    write_json(out_dir / "traj.json", {
+        "agent_type": "judge", "model": config.model.model_name, "exit_status": result.exit_status.value,
+        "error": result.error, "messages": result.messages, "tools": result.tools,
+        "calls": [c.model_dump(mode="json") for c in result.calls], "steps": result.steps,
+        "usage": result.usage.model_dump(), "cost": result.cost,
+    })
+    return JudgeResult(
+        score=weighted_score(scores, items), scores=scores, exit_status=result.exit_status.value, error=error,
+        verdict=verdict, model_name=config.model.model_name, steps=result.steps, usage=result.usage,
+        cost=result.cost, trajectory=f"{out_dir.name}/traj.json",
+    )
