@@ -3,7 +3,8 @@ import json
 import subprocess
 import sys
 
-config = json.load(open("/tests/config.json"))
+with open("/tests/config.json") as fh:
+    config = json.load(fh)
 
 
 def passes(test_id):
