@@ -1,0 +1,84 @@
+"""A `mimoagent` CLI run materializes the graph's assets in the shared Dagster instance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import AssetKey, DagsterInstance
+
+from tests.dagster.conftest import run_cli, write_named_config, write_tasks
+
+ROLLOUT_ASSETS = ("rollouts", "judge_scores", "graded_results")
+
+
+def _materializations(instance: DagsterInstance, key: str) -> list:
+    return [r.asset_materialization for r in instance.fetch_materializations(AssetKey(key), limit=1000).records]
+
+
+def _count(instance: DagsterInstance) -> dict[str, int]:
+    return {k: len(_materializations(instance, k)) for k in (*ROLLOUT_ASSETS, "converted_jsonl", "config_files")}
+
+
+def test_cli_runs_materialize_each_partition_once_with_lineage_and_resume(
+    tmp_path: Path, dagster_env, llm,
+) -> None:
+    data = write_tasks(tmp_path, 4)
+    good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
+    args = ["-c", str(good), "-c", str(bad), "--dataset", str(data), "-o", str(tmp_path / "out"), "--workers", "4"]
+    run_cli(args, llm, dagster_env)
+    instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+    assert sorted(instance.get_dynamic_partitions("instance")) == [f"greet-{i}" for i in range(4)]
+    assert sorted(instance.get_dynamic_partitions("config")) == ["bad", "good"]
+    for key in ROLLOUT_ASSETS:
+        parts = [m.partition for m in _materializations(instance, key)]
+        assert len(parts) == len(set(parts)) == 4, (key, parts)
+        assert {p.split("|")[1] for p in parts} == {f"greet-{i}" for i in range(4)}
+    [run] = instance.get_runs()
+    assert run.tags["mimoagent/source"] == "cli" and run.tags["mimoagent/date"]
+    _assert_lineage(instance)
+
+    first = _count(instance)
+    assert first == {"rollouts": 4, "judge_scores": 4, "graded_results": 4, "converted_jsonl": 1, "config_files": 1}
+    run_cli(args, llm, dagster_env)  # everything finished: nothing new, not even a run
+    assert _count(instance) == first and len(instance.get_runs()) == 1
+    run_cli([*args, "--redo-existing"], llm, dagster_env)
+    assert _count(instance) == {"rollouts": 8, "judge_scores": 8, "graded_results": 8,
+                                "converted_jsonl": 1, "config_files": 1}
+    assert len(instance.get_runs()) == 2
+
+
+def _assert_lineage(instance: DagsterInstance) -> None:
+    """rollouts point at the dataset and config events; judge at rollouts; graded at judge."""
+    converted = instance.fetch_materializations(AssetKey("converted_jsonl"), limit=1).records[0]
+    configs = instance.fetch_materializations(AssetKey("config_files"), limit=1).records[0]
+    for mat in _materializations(instance, "rollouts"):
+        assert mat.tags["dagster/input_event_pointer/converted_jsonl"] == str(converted.storage_id)
+        assert mat.tags["dagster/input_event_pointer/config_files"] == str(configs.storage_id)
+        meta = {k: v.value for k, v in mat.metadata.items()}
+        assert meta["exit_status"] == "submitted" and meta["steps"] >= 1 and meta["tokens"] > 0
+        assert Path(meta["trajectory"]).is_file() and meta["duration_s"] > 0 and "cost" in meta
+    rollout_versions = {m.partition: m.tags["dagster/data_version"] for m in _materializations(instance, "rollouts")}
+    judge = {m.partition: m for m in _materializations(instance, "judge_scores")}
+    for part, mat in judge.items():
+        assert mat.tags["dagster/input_data_version/rollouts"] == rollout_versions[part]
+    for mat in _materializations(instance, "graded_results"):
+        assert mat.tags["dagster/input_data_version/judge_scores"] == judge[mat.partition].tags["dagster/data_version"]
+        assert mat.metadata["reward"].value == (1.0 if mat.partition.startswith("good|") else 0.0)
+
+
+def test_recalc_materializes_graded_results_only(tmp_path: Path, dagster_env, llm) -> None:
+    data = write_tasks(tmp_path, 2)
+    cfg = write_named_config(tmp_path, "bad")
+    run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "out")], llm, dagster_env)
+    instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+    judge_before = {m.partition: m.tags["dagster/data_version"] for m in _materializations(instance, "judge_scores")}
+    run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "regraded"),
+             "--recalc-input", str(tmp_path / "out")], llm, dagster_env)
+    counts = _count(instance)
+    assert (counts["rollouts"], counts["judge_scores"], counts["graded_results"]) == (2, 2, 4)
+    latest = instance.fetch_materializations(AssetKey("graded_results"), limit=2).records
+    for rec in latest:
+        mat = rec.asset_materialization
+        assert mat.metadata["recalc"].value == str(tmp_path / "out")
+        assert mat.tags["dagster/input_data_version/judge_scores"] == judge_before[mat.partition]
+        assert mat.tags["dagster/input_event_pointer/judge_scores"] != "NULL"
