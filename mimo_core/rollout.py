@@ -173,11 +173,12 @@ def _act(
             return result, None
         submission = result.submission if result.submission is not None else dtype.collect_submission(env, job.task)
         return result, submission
-    submission = dtype.gold_submission(job.task) if job.recalc == GT else job.recalc_submission
-    if submission is None:
-        raise MimoError(f"instance {job.task.instance_id}: no {'reference' if job.recalc == GT else 'saved'} "
-                        "submission to recalculate")
-    applied, log = dtype.apply_submission(env, job.task, submission)
+    if job.recalc == GT:
+        applied, log = dtype.apply_gold(env, job.task)
+        submission = dtype.collect_submission(env, job.task) if applied else (dtype.gold_submission(job.task) or "")
+    else:
+        submission = job.recalc_submission or ""
+        applied, log = dtype.apply_submission(env, job.task, submission)
     rec.log(f"recalc ({job.recalc}): submission {'applied' if applied else 'did NOT apply'}\n{log[-2000:]}")
     return AgentResult(exit_status=ExitStatus.RECALCULATED), submission
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = Path("/work/shared/harbor-samples")
+# shared/ lies beside the checkout (in CI too: a copy beside the clone)
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "harbor-samples"
 
 
 def convert(src: Path, out: Path) -> subprocess.CompletedProcess[str]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Protocol
+from collections.abc import Callable
+from typing import Any, ClassVar, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -68,6 +69,10 @@ class DatasetType(Protocol):
 
     def gold_submission(self, task: Task) -> str | None:
         """The reference solution, for `--recalc-input gt` and the oracle agent."""
+        ...
+
+    def apply_gold(self, env: Environment, task: Task) -> tuple[bool, str]:
+        """Put the reference solution in place (gold patch or solution script). Returns (applied, log)."""
         ...
 
     def apply_submission(self, env: Environment, task: Task, submission: str) -> tuple[bool, str]:
