@@ -54,7 +54,9 @@ def base_url(server, protocol: str) -> str:
     return server.url if protocol == "anthropic" else server.openai_base_url
 
 
-def run_cli(args: list[str], server, protocol: str = "chat", timeout: float = 120, **popen) -> subprocess.CompletedProcess:
+def run_cli(
+    args: list[str], server, protocol: str = "chat", timeout: float = 120, **popen
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(server, protocol), "MIMO_TEST_API_KEY": SECRET,
            "MIMOAGENT_RECORDERS": "0"}
     return subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=env, text=True,
