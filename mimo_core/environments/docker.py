@@ -53,6 +53,9 @@ class DockerOptions(BaseModel):
     network_mode: str | None = None  # e.g. "host" (tests reach 127.0.0.1); no-network tasks force "none"
     ca_bundle: Literal["auto", "none"] | str = "auto"  # auto: the host bundle, when the task has network
     scratch_dir: str = "/tmp/.mimo"
+    # Image for tasks whose own image can be neither found, pulled nor built (or that name none); the
+    # dataset type seeds the repository (repo_archive / repo_dir) into it. Offline demos and CI use it.
+    fallback_image: str | None = None
     user: str | None = None
     init: bool = False  # docker's init as PID 1; by default PID 1 is our shell loop (see KEEPALIVE)
     extra_hosts: dict[str, str] = {}
@@ -96,7 +99,7 @@ class DockerEnvironment:
         from mimo_core.environments.docker_images import ensure_image
 
         self.image = ensure_image(self.client, self.spec.image, self.spec.dockerfile_dir,
-                                  self.config.startup_timeout)
+                                  self.config.startup_timeout, self.options.fallback_image)
         try:
             self.container = self._create()
             docker_registry.track(self)

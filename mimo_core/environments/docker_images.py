@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import os
 import re
 import tempfile
@@ -19,7 +20,10 @@ from typing import Any
 from mimo_core.errors import SandboxError
 
 BUILD_REPO = "mimo-build"
+log = logging.getLogger("mimoagent.docker")
 _locks: dict[str, threading.Lock] = {}
+_warned: set[str] = set()
+_failed: dict[str, str] = {}  # tag -> error: a context that failed to build is not retried by this process
 _locks_guard = threading.Lock()
 
 
@@ -73,13 +77,19 @@ def build_image(client: Any, context: Path, timeout: float) -> str:
     tag = build_tag(context)
     if _has_image(client, tag):
         return tag
+    if tag in _failed:
+        raise SandboxError(_failed[tag])
     lock_path = Path(tempfile.gettempdir()) / f"mimo-build-{tag.rsplit(':', 1)[1]}.lock"
     with _thread_lock(tag), lock_path.open("a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             if _has_image(client, tag):  # another worker or process built it while we waited
                 return tag
-            _build(client, context, tag, timeout)
+            try:
+                _build(client, context, tag, timeout)
+            except SandboxError as e:
+                _failed[tag] = str(e)
+                raise
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
     return tag
@@ -102,8 +112,10 @@ def _build(client: Any, context: Path, tag: str, timeout: float) -> None:
         raise SandboxError(f"building {context}/Dockerfile failed: {error.strip()}\n{tail}")
 
 
-def ensure_image(client: Any, image: str | None, dockerfile_dir: str | None, timeout: float) -> str:
-    """The image to run: `image` if present or pullable, else one built from `dockerfile_dir`."""
+def ensure_image(client: Any, image: str | None, dockerfile_dir: str | None, timeout: float,
+                 fallback: str | None = None) -> str:
+    """The image to run: `image` if present or pullable, else one built from `dockerfile_dir`, else
+    `fallback` (when configured: e.g. a base image into which the dataset type seeds the repository)."""
     import docker.errors
 
     problems: list[str] = []
@@ -117,7 +129,18 @@ def ensure_image(client: Any, image: str | None, dockerfile_dir: str | None, tim
             problems.append(f"image {image!r} is not on the engine and could not be pulled "
                             f"({e.explanation or e})")
     if dockerfile_dir:
-        return build_image(client, Path(dockerfile_dir), timeout)
+        try:
+            return build_image(client, Path(dockerfile_dir), timeout)
+        except SandboxError as e:
+            if not fallback:
+                raise
+            problems.append(str(e).splitlines()[0])
     if not problems:
         problems.append("the task names no image and no Dockerfile folder (image / dockerfile_dir)")
+    if fallback:
+        key = f"{image}|{dockerfile_dir}"
+        if key not in _warned:  # once per task image, not once per rollout
+            _warned.add(key)
+            log.warning("using fallback image %s: %s", fallback, "; ".join(problems))
+        return ensure_image(client, fallback, None, timeout)
     raise SandboxError("; ".join(problems))

@@ -13,6 +13,7 @@ Run by hand: `uv run python -m tests.infra.dockerd` prints the DOCKER_HOST to ex
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -34,8 +35,10 @@ LOG = Path("/var/log/mimo-dockerd.log")
 LOCK = Path("/run/mimo-dockerd.lock")
 CACHE_DIR = Path(os.environ.get("MIMO_CACHE_DIR", "/var/cache/mimo"))
 BASE_IMAGE = "mimo-base:bookworm"
-ROOTFS_TAR = CACHE_DIR / "bookworm-rootfs.tar"
-BASE_PACKAGES = ["git", "patch", "python3", "ca-certificates", "procps"]
+# git/patch for repositories and patches, python3 for verifiers, gcc for ARVO-style C tasks.
+BASE_PACKAGES = ["git", "patch", "python3", "ca-certificates", "procps", "gcc", "libc6-dev"]
+BASE_KEY = hashlib.sha256(",".join(BASE_PACKAGES).encode()).hexdigest()[:12]
+ROOTFS_TAR = CACHE_DIR / f"bookworm-rootfs-{BASE_KEY}.tar"  # keyed: a new package list rebuilds
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
@@ -171,8 +174,11 @@ def _build_rootfs_tar() -> None:
         partial.replace(ROOTFS_TAR)
 
 
-def _has_image(name: str) -> bool:
-    return _docker("image", "inspect", name, check=False).returncode == 0
+def _has_base_image() -> bool:
+    """The base image exists and was made from the current package list."""
+    proc = _docker("image", "inspect", "--format", '{{index .Config.Labels "mimo.base-key"}}', BASE_IMAGE,
+                   check=False)
+    return proc.returncode == 0 and proc.stdout.strip() == BASE_KEY
 
 
 def ensure_dockerd() -> DockerdInfo:
@@ -191,7 +197,7 @@ def ensure_dockerd() -> DockerdInfo:
             if not _start_dockerd("overlay2") and not _start_dockerd("vfs"):
                 raise RuntimeError(f"dockerd did not start with overlay2 nor vfs; see {LOG}")
             steps["dockerd"] = time.monotonic() - s
-        if not _has_image(BASE_IMAGE):
+        if not _has_base_image():
             if not ROOTFS_TAR.exists():
                 if shutil.which("debootstrap") is None:
                     s = time.monotonic()
@@ -201,7 +207,8 @@ def ensure_dockerd() -> DockerdInfo:
                 _build_rootfs_tar()
                 steps["debootstrap"] = time.monotonic() - s
             s = time.monotonic()
-            _docker("import", "--change", 'CMD ["/bin/bash"]', "-", BASE_IMAGE, input_file=ROOTFS_TAR)
+            _docker("import", "--change", 'CMD ["/bin/bash"]', "--change", f"LABEL mimo.base-key={BASE_KEY}",
+                    "-", BASE_IMAGE, input_file=ROOTFS_TAR)
             steps["import"] = time.monotonic() - s
         driver = _storage_driver()
     return DockerdInfo(docker_host=DOCKER_HOST, base_image=BASE_IMAGE, storage_driver=driver, reused=reused,
