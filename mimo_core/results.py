@@ -75,14 +75,20 @@ def atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+_Key = tuple[str, str, int]
+# Keys already in each results file, with the file size they were read at: appends stay O(1) for runs of
+# thousands of rollouts, and a file changed by another process (size differs) is simply read again.
+_key_index: dict[Path, tuple[int, set[_Key]]] = {}
+
+
 class ResultsStore:
     def __init__(self, output_dir: str | Path):
         self.dir = Path(output_dir)
         self.path = self.dir / RESULTS_FILE
 
-    def load(self) -> dict[tuple[str, str, int], ResultRecord]:
+    def load(self) -> dict[_Key, ResultRecord]:
         """Last record per key wins; a torn final line (power loss mid-write) is ignored, not fatal."""
-        records: dict[tuple[str, str, int], ResultRecord] = {}
+        records: dict[_Key, ResultRecord] = {}
         if not self.path.exists():
             return records
         with open(self.path) as fh:
@@ -97,7 +103,7 @@ class ResultsStore:
                 records[rec.key] = rec
         return records
 
-    def finished(self) -> dict[tuple[str, str, int], ResultRecord]:
+    def finished(self) -> dict[_Key, ResultRecord]:
         return {k: r for k, r in self.load().items() if not r.infra_error}
 
     def put(self, record: ResultRecord) -> None:
@@ -105,17 +111,35 @@ class ResultsStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         line = record.model_dump_json() + "\n"
         with _locked(self.path):
-            existing = self.load()
-            if record.key not in existing:
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            keys = self._keys()
+            if record.key not in keys:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 try:
+                    end = os.fstat(fd).st_size
+                    if end and os.pread(fd, 1, end - 1) != b"\n":  # a torn line from a killed writer
+                        line = "\n" + line
                     os.write(fd, line.encode())
                     os.fsync(fd)
+                    size = os.fstat(fd).st_size
                 finally:
                     os.close(fd)
+                keys.add(record.key)
+                _key_index[self.path.resolve()] = (size, keys)
                 return
+            existing = self.load()
             existing[record.key] = record
             atomic_write_text(self.path, "".join(r.model_dump_json() + "\n" for r in existing.values()))
+            _key_index.pop(self.path.resolve(), None)
+
+    def _keys(self) -> set[_Key]:
+        path = self.path.resolve()
+        size = path.stat().st_size if path.exists() else 0
+        cached = _key_index.get(path)
+        if cached is not None and cached[0] == size:
+            return cached[1]
+        keys = set(self.load())
+        _key_index[path] = (size, keys)
+        return keys
 
 
 def write_json(path: Path, data: Any) -> None:

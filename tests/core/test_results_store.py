@@ -1,0 +1,44 @@
+"""results.jsonl: atomic appends, replacement without duplicates, torn lines from killed writers."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from mimo_core.results import ResultRecord, ResultsStore
+
+
+def _rec(instance: str, k: int = 0, status: str = "submitted", **kw: object) -> ResultRecord:
+    return ResultRecord(run_id="r", instance_id=instance, config_name="c", rollout_index=k, exit_status=status,
+                        output_dir=f"{instance}/c/{k}", **kw)
+
+
+def test_concurrent_puts_write_each_key_once(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path)
+    recs = [_rec(f"i{i}", k) for i in range(50) for k in range(2)]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(store.put, recs + recs[:20]))
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 100
+    assert set(ResultsStore(tmp_path).load()) == {r.key for r in recs}
+
+
+def test_replacing_a_record_rewrites_instead_of_duplicating(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path)
+    store.put(_rec("a", status="model_error", infra_error=True))
+    store.put(_rec("b"))
+    assert set(store.finished()) == {("b", "c", 0)}
+    store.put(_rec("a", reward=1.0))
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    assert store.load()[("a", "c", 0)].reward == 1.0 and set(store.finished()) == {("a", "c", 0), ("b", "c", 0)}
+
+
+def test_torn_last_line_is_ignored_and_not_glued_to_the_next(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path)
+    store.put(_rec("a"))
+    with open(tmp_path / "results.jsonl", "a") as fh:
+        fh.write('{"run_id": "r", "instance_id": "half')  # a writer killed mid-line
+    assert set(ResultsStore(tmp_path).load()) == {("a", "c", 0)}
+    ResultsStore(tmp_path).put(_rec("b"))
+    assert set(ResultsStore(tmp_path).load()) == {("a", "c", 0), ("b", "c", 0)}
