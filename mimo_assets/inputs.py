@@ -52,7 +52,22 @@ def convert_dataset(tasks: list[Task], source: str, split: str | None, datasets_
     path = datasets_dir / f"{stem}{'-' + safe_name(split) if split else ''}-{version}.jsonl"
     if not path.exists():
         atomic_write_text(path, text)
+        # Rows may name folders relative to the original file (repo_dir, ...): remember where it was.
+        atomic_write_text(path.with_suffix(".source"), str(Path(source).resolve()) + "\n")
     return path, version
+
+
+def load_converted(path: Path) -> list[Task]:
+    """Rows of a converted JSONL, resolving relative paths against the dataset they came from."""
+    from mimo_core.datasets.loader import load_tasks
+
+    tasks = load_tasks(str(path))
+    sidecar = path.with_suffix(".source")
+    if sidecar.exists():
+        original = sidecar.read_text().strip()
+        for task in tasks:
+            task.source = original
+    return tasks
 
 
 def dataset_events(

@@ -49,6 +49,8 @@ class ConfigFilesConfig(Config):
 
 
 def yaml_files(directory: str) -> list[str]:
+    if not directory:
+        return []
     root = Path(directory).expanduser()
     return sorted(str(p.resolve()) for p in [*root.glob("*.yaml"), *root.glob("*.yml")]) if root.is_dir() else []
 

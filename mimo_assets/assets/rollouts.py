@@ -23,7 +23,7 @@ from dagster import (
 
 from mimo_assets.engine import materializations, run_in_thread
 from mimo_assets.events import CONVERTED_JSONL, GRADED_RESULTS, ROLLOUTS
-from mimo_assets.inputs import latest, registered_configs, upstream
+from mimo_assets.inputs import latest, load_converted, registered_configs, upstream
 from mimo_assets.partitions import partition_key, rollout_partitions, split_key
 from mimo_assets.runs import run_tags
 from mimo_core.config import NamedConfig
@@ -42,8 +42,6 @@ class RolloutsConfig(Config):
 
 def _tasks(instance_ids: set[str], store: OutputStore, latest_path: str | None) -> dict[str, Task]:
     """Rows for the selected instances: the latest converted JSONL first, then older ones."""
-    from mimo_core.datasets.loader import load_tasks
-
     files = [Path(latest_path)] if latest_path else []
     files += sorted(store.datasets_dir().glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
     found: dict[str, Task] = {}
@@ -51,7 +49,7 @@ def _tasks(instance_ids: set[str], store: OutputStore, latest_path: str | None) 
         if instance_ids <= found.keys():
             break
         if path.exists():
-            for task in load_tasks(str(path)):
+            for task in load_converted(path):
                 if task.instance_id in instance_ids and task.instance_id not in found:
                     found[task.instance_id] = task
     missing = instance_ids - found.keys()

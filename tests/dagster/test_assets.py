@@ -1,0 +1,101 @@
+"""Materialize real partitions into a temporary instance: datasets, configs, rollouts on the local
+environment against the scripted LLM, a regrade, the evaluate job, results table, analytics, checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, DagsterInstance
+
+from mimo_assets.definitions import defs
+from tests.dagster.conftest import write_named_config, write_tasks
+
+ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")]
+
+
+@pytest.fixture
+def instance(dagster_env, llm, monkeypatch: pytest.MonkeyPatch) -> DagsterInstance:
+    monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
+    from mimo_assets.home import get_instance
+
+    return get_instance()
+
+
+def _run(instance: DagsterInstance, selection: list[AssetKey], **kwargs):
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(instance=instance, asset_selection=selection, **kwargs)
+    assert result.success
+    return result
+
+
+def _count(instance: DagsterInstance, key: str) -> int:
+    return len(instance.fetch_materializations(AssetKey(key), limit=1000).records)
+
+
+def test_partitions_materialize_in_one_run_then_regrade_then_analytics(tmp_path: Path, instance) -> None:
+    data = write_tasks(tmp_path, 4)
+    good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
+    _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
+         run_config={"ops": {"load_dataset": {"config": {"source": str(data)}}}})
+    assert sorted(instance.get_dynamic_partitions("instance")) == [f"greet-{i}" for i in range(4)]
+    _run(instance, [AssetKey("config_files")],
+         run_config={"ops": {"config_files": {"config": {"paths": [str(good), str(bad)]}}}})
+    assert sorted(instance.get_dynamic_partitions("config")) == ["bad", "good"]
+
+    # What a single-run backfill launches: one run over a partition range, rollouts concurrent inside.
+    _run(instance, ROLLOUT_KEYS, tags={"dagster/asset_partition_range_start": "good|greet-0",
+                                       "dagster/asset_partition_range_end": "good|greet-3"},
+         run_config={"ops": {"rollouts": {"config": {"num_rollouts": 2, "workers": 4}}}})
+    _run(instance, ROLLOUT_KEYS, partition_key="bad|greet-1")
+    assert len(instance.get_runs()) == 4
+    assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
+        "good|greet-0", "good|greet-1", "good|greet-2", "good|greet-3", "bad|greet-1"}
+    mat = instance.fetch_materializations(AssetKey("rollouts"), limit=10).records[-1].asset_materialization
+    assert mat.metadata["rollouts"].value == 2 and "rollout_table" in mat.metadata
+
+    _run(instance, [AssetKey("graded_results")], partition_key="bad|greet-1")  # regrade only
+    assert (_count(instance, "rollouts"), _count(instance, "graded_results")) == (5, 6)
+
+    result = _run(instance, [AssetKey(k) for k in ("results_table", "pass_rates", "pass_at_k", "ab_comparison",
+                                                     "usage_by_config", "exit_statuses")])
+    checks = {e.asset_check_key.name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"trajectories_validate": True, "rewards_in_range": True, "no_missing_partitions": True}
+    meta = _latest_meta(instance, "pass_rates")
+    assert "| good | 8 | 4 | 8 | 1.000" in meta["table"] and "| bad | 1 | 1 | 0 | 0.000" in meta["table"]
+    assert "data:image/png;base64," in meta["plot"] and Path(meta["plot_path"]).read_bytes()[:4] == b"\x89PNG"
+    assert "| good | 2 | 4 | 1.000 |" in _latest_meta(instance, "pass_at_k")["table"]
+    assert _latest_meta(instance, "results_table")["rows"] == 9
+
+    table = Path(_latest_meta(instance, "results_table")["path"])
+    import polars as pl
+
+    broken = pl.read_parquet(table)["traj_path"][0]
+    Path(broken).write_text(json.dumps({"schema_version": "1.0"}))
+    result = _run(instance, [AssetKey("results_table")])
+    checks = {e.asset_check_key.name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks["trajectories_validate"] is False
+
+
+def _latest_meta(instance: DagsterInstance, key: str) -> dict:
+    mat = instance.fetch_materializations(AssetKey(key), limit=1).records[0].asset_materialization
+    return {k: v.value for k, v in mat.metadata.items()}
+
+
+def test_evaluate_job_runs_missing_partitions_only_unless_redo(tmp_path: Path, instance) -> None:
+    data = write_tasks(tmp_path, 3)
+    good = write_named_config(tmp_path, "good")
+    job = defs.resolve_job_def("evaluate")
+    config = {"dataset": str(data), "configs": [str(good)], "workers": 3, "output_dir": str(tmp_path / "eval")}
+    run = {"ops": {"evaluate_op": {"config": config}}}
+    assert job.execute_in_process(instance=instance, run_config=run, tags={"mimoagent/date": "2026-01-02"}).success
+    assert _count(instance, "graded_results") == 3
+    mat = instance.fetch_materializations(AssetKey("graded_results"), limit=1).records[0].asset_materialization
+    assert mat.tags["mimoagent/date"] == "2026-01-02"
+    assert job.execute_in_process(instance=instance, run_config=run).success
+    assert _count(instance, "graded_results") == 3
+    config["redo_existing"] = True
+    assert job.execute_in_process(instance=instance, run_config=run).success
+    assert _count(instance, "graded_results") == 6
