@@ -13,7 +13,9 @@ SIGKILLed runner left. The `docker` package is imported lazily so `mimoagent --h
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 import os
 import re
 import secrets
@@ -42,6 +44,7 @@ _MAX_CAPTURE = 8 * 1024 * 1024  # bytes of output kept per command: head and tai
 # `pkill sleep` or `kill -9 -1` cannot end the container; its `wait` also reaps orphaned zombies.
 KEEPALIVE = "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done"
 _KILL_GRACE = 5.0  # seconds to wait for an exec's stream to end after its processes were killed
+_GO_MODE_DIR = 1 << 31  # the engine reports Go's os.FileMode
 
 
 class DockerOptions(BaseModel):
@@ -271,14 +274,24 @@ class DockerEnvironment:
         path = self._abs(path)
         parent, name = os.path.dirname(path) or "/", os.path.basename(path)
         if mode is None:
-            res = self._require().exec_run(["stat", "-c", "%a", path])
-            mode = int(res.output.strip(), 8) if res.exit_code == 0 else 0o644
+            stat = self._stat(path)
+            mode = stat["mode"] & 0o777 if stat else 0o644
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(data), mode, int(time.time())
             tar.addfile(info, io.BytesIO(data))
         self._put(parent, buf.getvalue())
+
+    def _stat(self, path: str) -> dict[str, Any] | None:
+        """The engine's stat of a path (HEAD on the archive endpoint): no exec, no transfer."""
+        api = self.client.api
+        res = api.head(api._url("/containers/{0}/archive", self._require().id), params={"path": path},
+                       timeout=api.timeout)  # APIClient is a requests.Session
+        if res.status_code == 404:
+            return None
+        api._raise_for_status(res)
+        return json.loads(base64.b64decode(res.headers["X-Docker-Container-Path-Stat"]))
 
     def _put(self, parent: str, archive: bytes) -> None:
         import docker.errors
@@ -305,7 +318,8 @@ class DockerEnvironment:
             return
         if not src.is_file():
             raise FileNotFoundError(str(src))
-        is_dir = self._require().exec_run(["test", "-d", dest]).exit_code == 0
+        stat = self._stat(dest)
+        is_dir = stat is not None and stat["mode"] & _GO_MODE_DIR != 0
         parent, name = (dest, src.name) if is_dir else (os.path.dirname(dest) or "/", os.path.basename(dest))
         with tarfile.open(fileobj=buf, mode="w") as tar:
             tar.add(str(src), arcname=name)
@@ -320,7 +334,7 @@ class DockerEnvironment:
             stream, stat = self._require().get_archive(src)
         except docker.errors.NotFound:
             raise FileNotFoundError(src) from None
-        is_dir = stat.get("mode", 0) & (1 << 31) != 0  # Go's os.ModeDir
+        is_dir = stat.get("mode", 0) & _GO_MODE_DIR != 0
         with _spool(stream) as fh, tarfile.open(fileobj=fh) as tar:
             top = os.path.basename(src.rstrip("/")) or "."
             if is_dir:
