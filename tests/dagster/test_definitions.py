@@ -1,0 +1,55 @@
+"""The code location loads, the nightly schedule asks for the configured set, partition keys are safe."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dagster import RunRequest, SkipReason, build_schedule_context
+
+from mimo_assets.partitions import check_key, partition_key, split_key
+from mimo_assets.schedules import nightly_eval, nightly_request
+from tests.core.conftest import REPO
+
+
+def test_dagster_definitions_validate_passes_on_workspace(tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
+    dagster = Path(sys.executable).with_name("dagster")
+    proc = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "All code locations passed validation" in proc.stderr + proc.stdout
+
+
+def test_nightly_schedule_requests_the_configured_set_tagged_with_the_date(tmp_path: Path) -> None:
+    env = {"MIMOAGENT_NIGHTLY_DATASET": "/data/tasks.jsonl",
+           "MIMOAGENT_NIGHTLY_CONFIGS": f"/c/a.yaml{os.pathsep}/c/b.yaml",
+           "MIMOAGENT_NIGHTLY_ROLLOUTS": "3", "MIMOAGENT_OUTPUT_ROOT": str(tmp_path)}
+    req = nightly_request("2026-03-04", env)
+    assert isinstance(req, RunRequest)
+    assert req.tags["mimoagent/date"] == "2026-03-04" and req.run_key == "nightly-2026-03-04"
+    cfg = req.run_config["ops"]["evaluate_op"]["config"]
+    assert cfg["configs"] == ["/c/a.yaml", "/c/b.yaml"] and cfg["num_rollouts"] == 3
+    assert cfg["output_dir"].endswith("nightly-2026-03-04")
+    assert isinstance(nightly_request("2026-03-04", {}), SkipReason)
+
+
+def test_nightly_schedule_evaluates_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MIMOAGENT_NIGHTLY_DATASET", "/data/tasks.jsonl")
+    monkeypatch.setenv("MIMOAGENT_NIGHTLY_CONFIGS", "/c/a.yaml")
+    import datetime
+
+    ctx = build_schedule_context(scheduled_execution_time=datetime.datetime(2026, 5, 6, 2, 0))
+    [req] = nightly_eval.evaluate_tick(ctx).run_requests
+    assert req.tags["mimoagent/date"] == "2026-05-06"
+
+
+def test_partition_keys_round_trip_and_bad_ids_are_named() -> None:
+    key = partition_key("django__django-11099", "gpt5")
+    assert str(key) == "gpt5|django__django-11099" and split_key(str(key)) == ("django__django-11099", "gpt5")
+    with pytest.raises(ValueError, match="a|b"):
+        check_key("a|b", "instance")
