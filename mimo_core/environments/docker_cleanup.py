@@ -12,6 +12,7 @@ import socket
 from typing import Any
 
 from mimo_core.environments.docker_registry import LABEL_HOST, LABEL_PID, LABEL_RUN_ID, remove
+from mimo_core.errors import SandboxError
 
 
 def _pid_alive(pid: int) -> bool:
@@ -40,7 +41,12 @@ def cleanup(run_id: str | None = None, stale_only: bool = False, client: Any = N
     import docker
 
     own = client is None
-    client = client or docker.from_env(version="auto")
+    if client is None:
+        try:
+            client = docker.from_env(version="auto")
+        except docker.errors.DockerException as e:
+            where = os.environ.get("DOCKER_HOST", "the default socket")
+            raise SandboxError(f"cannot reach the Docker engine at {where}: {e}") from None
     try:
         label = f"{LABEL_RUN_ID}={run_id}" if run_id else LABEL_RUN_ID
         removed = 0

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -106,4 +110,35 @@ def test_separate_verifier_grades_the_patch_in_a_fresh_container(dockerd, docker
         for env in started:
             env.stop()
     assert len(started) == 3  # the agent's sandbox and one fresh verifier per separate grading
+    assert docker_client.containers.list(all=True, filters={"label": f"mimoagent.run_id={run_id}"}) == []
+
+
+def test_rerun_after_sigkill_of_the_runner_leaves_no_container_of_the_killed_run(
+        dockerd, docker_client, scripted_llm, tmp_path: Path) -> None:
+    scripted_llm.set_responder(turns(call("bash", command="sleep 60"), call("submit")))
+    data = write_dataset(tmp_path)
+    rows = [json.loads(line) | {"image": "mimo-base:bookworm"} for line in data.read_text().splitlines()]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg_path = write_config(tmp_path, "killed")
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["environment"] = {"environment_class": "docker", "timeout": 120}
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    run_id = f"killed-{uuid.uuid4().hex[:6]}"
+    args = ["-c", str(cfg_path), "--dataset", str(data), "-o", str(tmp_path / "out")]
+    env = {**os.environ, "MIMO_TEST_BASE_URL": scripted_llm.openai_base_url, "MIMO_TEST_API_KEY": "sk-x",
+           "MIMOAGENT_RECORDERS": "0"}
+    runner = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *args, "--run-id", run_id], cwd=REPO,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not docker_client.containers.list(filters={"label": f"mimoagent.run_id={run_id}"}):
+            assert time.monotonic() < deadline and runner.poll() is None, "the runner never started a container"
+            time.sleep(0.2)
+    finally:
+        runner.kill()
+        runner.wait()
+    assert docker_client.containers.list(all=True, filters={"label": f"mimoagent.run_id={run_id}"})
+    scripted_llm.set_responder(turns(call("submit")))
+    proc = run_cli([*args, "--redo-existing"], scripted_llm)
+    assert proc.returncode == 0, proc.stderr
     assert docker_client.containers.list(all=True, filters={"label": f"mimoagent.run_id={run_id}"}) == []
