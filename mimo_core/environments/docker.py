@@ -187,10 +187,15 @@ class DockerEnvironment:
         workdir = cwd if cwd is None or cwd.startswith("/") else f"{self.spec.cwd.rstrip('/')}/{cwd}"
         api = self.client.api
         start = time.monotonic()
-        exec_id = api.exec_create(container.id, ["bash", "-c", wrapper], stdout=True, stderr=True,
-                                  environment={**(env or {}), "MIMO_EXEC_ID": marker},
-                                  workdir=workdir or self.spec.cwd)["Id"]
-        sock = api.exec_start(exec_id, socket=True)
+        import docker.errors
+
+        try:
+            exec_id = api.exec_create(container.id, ["bash", "-c", wrapper], stdout=True, stderr=True,
+                                      environment={**(env or {}), "MIMO_EXEC_ID": marker},
+                                      workdir=workdir or self.spec.cwd)["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+        except docker.errors.APIError as e:  # the container died (OOM of PID 1, removed from outside)
+            raise SandboxError(f"container {container.name} cannot run commands: {e.explanation or e}") from None
         raw = getattr(sock, "_sock", sock)
         reader = _FrameReader()
         deadline = start + timeout

@@ -108,3 +108,11 @@ def test_sigkilled_runner_leftovers_are_removed_by_stale_cleanup(dockerd, docker
     finally:
         living.kill()
         living.wait()
+
+
+def test_a_container_removed_from_outside_is_a_sandbox_error(make_docker_env, docker_client) -> None:
+    env = make_docker_env()
+    docker_client.containers.get(env.container.id).remove(force=True)
+    with pytest.raises(SandboxError, match="cannot run commands"):
+        env.execute("echo hi")
+    env.stop()  # still safe
