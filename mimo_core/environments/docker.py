@@ -21,7 +21,6 @@ import re
 import secrets
 import shlex
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mimo_core.environments import docker_registry
 from mimo_core.environments.base import ExecResult, SandboxSpec
+from mimo_core.environments.docker_streams import MAX_CAPTURE, FrameReader, link_target, spool
 from mimo_core.errors import SandboxError
 
 if TYPE_CHECKING:
@@ -39,7 +39,6 @@ HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 _CA_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS",
             "GIT_SSL_CAINFO")
 _QUIET = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat", "NO_COLOR": "1"}
-_MAX_CAPTURE = 8 * 1024 * 1024  # bytes of output kept per command: head and tail halves
 # PID 1 of every container. As PID 1 it ignores signals sent from inside the container, so an agent's
 # `pkill sleep` or `kill -9 -1` cannot end the container; its `wait` also reaps orphaned zombies.
 KEEPALIVE = "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done"
@@ -197,7 +196,7 @@ class DockerEnvironment:
         except docker.errors.APIError as e:  # the container died (OOM of PID 1, removed from outside)
             raise SandboxError(f"container {container.name} cannot run commands: {e.explanation or e}") from None
         raw = getattr(sock, "_sock", sock)
-        reader = _FrameReader()
+        reader = FrameReader()
         deadline = start + timeout
         timed_out = False
         try:
@@ -243,7 +242,7 @@ class DockerEnvironment:
         """What a killed command wrote before it died (its output file was never printed)."""
         q = shlex.quote(out)
         res = self.container.exec_run(
-            ["sh", "-c", f"head -c {_MAX_CAPTURE} {q} 2>/dev/null; rm -f {q}"], demux=False)
+            ["sh", "-c", f"head -c {MAX_CAPTURE} {q} 2>/dev/null; rm -f {q}"], demux=False)
         return (res.output or b"").decode("utf-8", errors="replace")
 
     # -- files -------------------------------------------------------------------------------------
@@ -270,7 +269,7 @@ class DockerEnvironment:
             if member is None or member.isdir():
                 raise IsADirectoryError(path)
             if member.issym() or member.islnk():
-                return self.read_file(_link_target(path, member.linkname))
+                return self.read_file(link_target(path, member.linkname))
             f = tar.extractfile(member)
             return f.read() if f else b""
 
@@ -340,7 +339,7 @@ class DockerEnvironment:
         except docker.errors.NotFound:
             raise FileNotFoundError(src) from None
         is_dir = stat.get("mode", 0) & _GO_MODE_DIR != 0
-        with _spool(stream) as fh, tarfile.open(fileobj=fh) as tar:
+        with spool(stream) as fh, tarfile.open(fileobj=fh) as tar:
             top = os.path.basename(src.rstrip("/")) or "."
             if is_dir:
                 dest.mkdir(parents=True, exist_ok=True)
@@ -358,52 +357,3 @@ class DockerEnvironment:
             f = tar.extractfile(member)
             target.write_bytes(f.read() if f else b"")
             os.chmod(target, member.mode & 0o777)
-
-
-def _link_target(path: str, link: str) -> str:
-    return link if link.startswith("/") else os.path.normpath(os.path.join(os.path.dirname(path), link))
-
-
-def _spool(stream: Any) -> Any:
-    """Spool a tar stream to a temp file (memory up to 16 MB), so big outputs never sit in RAM."""
-    fh = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)  # noqa: SIM115 - returned to a with
-    for chunk in stream:
-        fh.write(chunk)
-    fh.seek(0)
-    return fh
-
-
-class _FrameReader:
-    """Decode docker's multiplexed exec stream (8-byte headers); keep head and tail of long outputs."""
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.buf += chunk
-        while len(self.buf) >= 8:
-            size = int.from_bytes(self.buf[4:8], "big")
-            if len(self.buf) < 8 + size:
-                return
-            self._keep(bytes(self.buf[8:8 + size]))
-            del self.buf[:8 + size]
-
-    def _keep(self, data: bytes) -> None:
-        half = _MAX_CAPTURE // 2
-        room = half - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        self.tail += data
-        if len(self.tail) > half:
-            self.dropped += len(self.tail) - half
-            del self.tail[:len(self.tail) - half]
-
-    def text(self) -> str:
-        data = bytes(self.head)
-        if self.dropped:
-            data += f"\n[... {self.dropped} bytes of output dropped ...]\n".encode()
-        return (data + bytes(self.tail)).decode("utf-8", errors="replace")

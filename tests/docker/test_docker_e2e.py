@@ -25,6 +25,14 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "examples" / "demo.jsonl"
 
 
+def _docker_dataset(folder: Path) -> Path:
+    """The core e2e task (a greeting to change), its rows pointed at the base image."""
+    data = write_dataset(folder)
+    rows = [json.loads(line) | {"image": "mimo-base:bookworm"} for line in data.read_text().splitlines()]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return data
+
+
 def _mimo_containers(client, config_name: str) -> list:
     return client.containers.list(all=True, filters={"label": f"mimoagent.config={config_name}"})
 
@@ -39,9 +47,7 @@ def test_rollout_runs_in_a_container_and_reaches_the_scripted_server(
         call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
         call("submit"),
     ))
-    data = write_dataset(tmp_path)
-    rows = [json.loads(line) | {"image": "mimo-base:bookworm"} for line in data.read_text().splitlines()]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = _docker_dataset(tmp_path)
     name = f"dock_{uuid.uuid4().hex[:6]}"
     cfg_path = write_config(tmp_path, name)
     cfg = yaml.safe_load(cfg_path.read_text())
@@ -116,9 +122,7 @@ def test_separate_verifier_grades_the_patch_in_a_fresh_container(dockerd, docker
 def test_rerun_after_sigkill_of_the_runner_leaves_no_container_of_the_killed_run(
         dockerd, docker_client, scripted_llm, tmp_path: Path) -> None:
     scripted_llm.set_responder(turns(call("bash", command="sleep 60"), call("submit")))
-    data = write_dataset(tmp_path)
-    rows = [json.loads(line) | {"image": "mimo-base:bookworm"} for line in data.read_text().splitlines()]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = _docker_dataset(tmp_path)
     cfg_path = write_config(tmp_path, "killed")
     cfg = yaml.safe_load(cfg_path.read_text())
     cfg["environment"] = {"environment_class": "docker", "timeout": 120}
