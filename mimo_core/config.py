@@ -86,7 +86,7 @@ class JudgeAgentConfig(_Strict):
 
 class EnvironmentConfig(_Strict):
     environment_class: str = "local"  # local | docker | kubernetes
-    cwd: str | None = None  # default: the task's cwd, else the backend's own
+    cwd: str | None = None  # for rows that name no cwd (a row's own cwd wins), else the type's default
     timeout: float = 300.0  # default per-command timeout, seconds
     sandbox: Literal["none", "bwrap"] = "none"  # local backend only
     image_prefix: str = ""

@@ -78,7 +78,9 @@ class RepoDatasetType:
         return task.cwd or self.default_cwd
 
     def sandbox_spec(self, task: Task, cwd: str | None, timeout: float, use_dataset_env: bool) -> SandboxSpec:
-        task_cwd = cwd or self.task_cwd(task)
+        """The row's cwd wins (its image, hooks and verifier expect it); `environment.cwd` is the default
+        for rows that name none, before the dataset type's own default."""
+        task_cwd = task.cwd or cwd or self.default_cwd
         spec = SandboxSpec(cwd=task_cwd, timeout=timeout, labels={TASK_CWD_LABEL: task_cwd})
         if use_dataset_env:
             spec.image = task.image
