@@ -76,7 +76,7 @@ class ProtocolModel:
         raise NotImplementedError
 
     def _post(self, payload: bytes) -> Any:
-        return self.client.post(self.path, body=payload, cast_to=object)
+        return self.client.post(self.path, content=payload, cast_to=object)
 
     def query(self, messages: list[Message], tools: list[ToolSchema]) -> ModelResponse:
         body = self.build_body(messages, tools)
