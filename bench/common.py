@@ -131,6 +131,7 @@ def write_mimo_config(folder: Path, base_url: str, steps: int) -> Path:
                   "model_kwargs": {"base_url": base_url, "api_key": API_KEY},
                   "retry": {"max_attempts": 1, "timeout": 30}},
     }
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "bench.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
