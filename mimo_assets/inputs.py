@@ -16,7 +16,6 @@ from dagster import AssetKey, AssetMaterialization, DagsterInstance, MetadataVal
 
 from mimo_assets.events import _DATA_VERSION, CONFIG_FILES, CONVERTED_JSONL, Upstream
 from mimo_assets.partitions import CONFIG_DIM, INSTANCE_DIM, register
-from mimo_core.config import load_config
 from mimo_core.datasets.base import Task
 from mimo_core.results import atomic_write_text
 from mimo_core.rollout import safe_name
@@ -114,17 +113,18 @@ def config_events(
     force: bool = False,
 ) -> list[AssetMaterialization]:
     """Register each config as a partition and record name → path (never the file's values: they may
-    hold expanded secrets). Skipped when every file is already registered unchanged."""
+    hold expanded secrets; nor are they expanded here, where the run's variables may be unset).
+    Skipped when every file is already registered unchanged."""
     _, _, meta = latest(instance, CONFIG_FILES)
     known: dict[str, str] = dict(meta.get("configs") or {})
     hashes: dict[str, str] = dict(meta.get("hashes") or {})
     changed = False
     for raw in config_paths:
         path = str(Path(raw).resolve())
-        named = load_config(path)
+        name = Path(path).stem  # the config's name everywhere (mimo_core.config.load_config)
         digest = _file_hash(path)
-        if known.get(named.name) != path or hashes.get(named.name) != digest:
-            known[named.name], hashes[named.name] = path, digest
+        if known.get(name) != path or hashes.get(name) != digest:
+            known[name], hashes[name] = path, digest
             changed = True
     register(instance, CONFIG_DIM, list(known))
     if not changed and not force:

@@ -1,0 +1,154 @@
+"""Dagster bookkeeping figures, printed (not asserted). Run by hand:
+
+    uv run python -m bench.bench_dagster [--partitions 1000] [--register 100000] [--workers 8]
+
+1. Registering 100,000 instance partitions (`register`: one storage call, only new keys) in a fresh
+   SQLite instance.
+2. A `--partitions` CLI run against the scripted LLM at zero latency on the local environment (one
+   submit per rollout), with the Dagster recorder off (the core alone) and on; the ratio of wall times
+   is what the bookkeeping costs (it runs on a background thread; `finish` waits for its tail).
+3. `dagster-webserver` on that instance after step 1 added 100,000 instances: wall time for headless
+   Chromium to load and render the graded_results partitions page, beside the same page at the
+   run's own size. Chromium's virtual-time budget only advances while the network is idle, so the
+   wall time is the page's real load time plus a fixed start-up cost (measured on about:blank).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cli_run(args: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=3600)
+    if proc.returncode:
+        raise SystemExit(proc.stderr[-3000:])
+    return time.perf_counter() - t0
+
+
+def bookkeeping(work: Path, n: int, workers: int, home: Path) -> tuple[float, float]:
+    from tests.dagster.conftest import write_named_config, write_tasks
+    from tests.scripted_llm import ScriptedLLM, call, turns
+
+    work.mkdir(parents=True, exist_ok=True)
+    data = write_tasks(work, n)
+    cfg = write_named_config(work, "bench")
+    with ScriptedLLM(turns(call("submit"))) as server:
+        env = {**os.environ, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": "k",
+               "DAGSTER_HOME": str(home), "MIMOAGENT_OUTPUT_ROOT": str(work / "store")}
+        env.pop("MIMOAGENT_RECORDERS", None)
+        base = ["-c", str(cfg), "--dataset", str(data), "--workers", str(workers)]
+        core = _cli_run([*base, "-o", str(work / "core")], {**env, "MIMOAGENT_DAGSTER": "0"})
+        with_dagster = _cli_run([*base, "-o", str(work / "dagster")], env)
+    return core, with_dagster
+
+
+def register_partitions(count: int, home: Path) -> float:
+    from dagster import DagsterInstance
+
+    from mimo_assets.partitions import INSTANCE_DIM, register
+
+    with DagsterInstance.from_config(str(home)) as instance:
+        ids = [f"bench-instance-{i:06d}" for i in range(count)]
+        t0 = time.perf_counter()
+        register(instance, INSTANCE_DIM, ids)
+        return time.perf_counter() - t0
+
+
+def _chromium_seconds(url: str) -> tuple[float, str]:
+    from tests.infra import chromium
+
+    t0 = time.perf_counter()
+    html = chromium.dump_dom(url, budget_ms=5000, timeout=600)
+    return time.perf_counter() - t0, chromium.visible_text(html)
+
+
+def ui_load(home: Path) -> dict[str, float | str]:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).with_name("dagster-webserver")
+    proc = subprocess.Popen([str(exe), "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"], cwd=REPO,
+                            env={**os.environ, "DAGSTER_HOME": str(home)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(url + "/server_info", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.3)
+        req = urllib.request.Request(url + "/graphql", data=b'{"query": "mutation { setNuxSeen }"}',
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=10).read()
+        blank, _ = _chromium_seconds("about:blank")
+        _chromium_seconds(url + "/assets/graded_results?view=partitions")  # warm the server's caches
+        page, text = _chromium_seconds(url + "/assets/graded_results?view=partitions")
+        graph, _ = _chromium_seconds(url + "/locations/mimoagent/asset-groups/rollouts")
+        shown = next((w for w in text.split(" Partitions")[0].split()[-1:]), "?")
+        return {"blank": blank, "page": page, "graph": graph, "partitions_shown": shown}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--partitions", type=int, default=1000)
+    ap.add_argument("--register", type=int, default=100_000)
+    ap.add_argument("--workers", type=int, default=8)
+    args = ap.parse_args()
+    from mimo_assets.home import dagster_home
+
+    # Time what a user's machine does: byte-code cached (a sandbox may set PYTHONDONTWRITEBYTECODE, which
+    # makes every process compile Dagster's ~1,300 modules from source).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "mimo-bench-pycache"))
+
+    with tempfile.TemporaryDirectory(prefix="bench-dagster-") as tmp:
+        work = Path(tmp)
+        fresh = work / "fresh_home"
+        os.environ["DAGSTER_HOME"] = str(fresh)
+        dagster_home()
+        seconds = register_partitions(args.register, fresh)
+        print(f"register {args.register:,} instance partitions: {seconds:.2f} s "
+              f"({seconds / args.register * 1e6:.1f} µs each)")
+
+        warm = work / "warm_home"
+        os.environ["DAGSTER_HOME"] = str(warm)
+        dagster_home()
+        bookkeeping(work / "warm", 5, 2, warm)  # fills the byte-code cache for both processes
+
+        home = work / "run_home"
+        os.environ["DAGSTER_HOME"] = str(home)
+        dagster_home()
+        core, with_dagster = bookkeeping(work, args.partitions, args.workers, home)
+        print(f"{args.partitions:,}-partition CLI run, zero-latency model, {args.workers} workers: core alone "
+              f"{core:.1f} s, with Dagster recording {with_dagster:.1f} s -> ratio {with_dagster / core:.2f} "
+              f"(+{with_dagster - core:.1f} s)")
+
+        small = ui_load(home)
+        register_partitions(args.register, home)
+        big = ui_load(home)
+        print(f"UI graded_results partitions page (chromium wall time, about:blank = {big['blank']:.2f} s): "
+              f"{small['page']:.2f} s at {args.partitions:,} partitions, {big['page']:.2f} s at "
+              f"{args.register + args.partitions:,} (page shows {big['partitions_shown']} partitions); "
+              f"asset graph {small['graph']:.2f} s -> {big['graph']:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
