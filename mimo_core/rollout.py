@@ -213,10 +213,12 @@ def _model_info(job: RolloutJob) -> ModelInfo | None:
     cfg = job.config.config
     if job.recalc is not None or cfg.agent.type == "oracle":
         return None
-    from urllib.parse import urlparse
+    from mimo_core.agents.factory import shared_model
 
-    base_url = cfg.model.model_kwargs.get("base_url")
-    host = urlparse(str(base_url)).netloc.rsplit("@", 1)[-1] if base_url else None
+    try:
+        host = shared_model(cfg.model).endpoint_host  # the SDK's own resolution, env-var base URLs included
+    except MimoError:
+        host = None
     return ModelInfo(name=cfg.model.model_name, protocol=cfg.model.protocol, endpoint_host=host)
 
 
