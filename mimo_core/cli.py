@@ -52,8 +52,21 @@ def build_cleanup_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate_like_ctrl_c() -> None:
+    """SIGTERM (a scheduler stopping us) takes the Ctrl-C path: rollouts stop, sandboxes are removed."""
+    import signal
+    import threading
+
+    def raise_interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, raise_interrupt)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _terminate_like_ctrl_c()
     try:
         if argv[:1] == ["cleanup"]:
             return _cleanup(build_cleanup_parser().parse_args(argv[1:]))

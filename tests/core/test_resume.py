@@ -78,3 +78,36 @@ def test_sigkill_loses_no_finished_rollout(workdir: Path, scripted_llm) -> None:
     assert len(final) == 6 and all(r.passed for r in final.values())
     assert all(final[k] == v for k, v in survived.items())
     assert len(results.read_text().splitlines()) == 6
+
+
+def test_sigterm_stops_cleanly_and_resume_finishes(workdir: Path, scripted_llm) -> None:
+    import yaml
+
+    scripted_llm.set_responder(turns(call("bash", command="true"), call("bash", command="true"),
+                                     call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
+                                     call("submit")))
+    scripted_llm.latency = 0.2
+    data, cfg, out = write_dataset(workdir, n=4), write_config(workdir, "cfg"), workdir / "out"
+    sandboxes = workdir / "sandboxes"
+    sandboxes.mkdir()
+    doc = yaml.safe_load(cfg.read_text())
+    doc["environment"]["backend_kwargs"] = {"root": str(sandboxes)}
+    cfg.write_text(yaml.safe_dump(doc))
+    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
+           "MIMOAGENT_RECORDERS": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--workers", "2")],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(scripted_llm.requests) < 2:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    interrupted = [r for r in ResultsStore(out).load().values() if r.exit_status == "interrupted"]
+    assert interrupted and all(r.infra_error for r in interrupted)
+    assert list(sandboxes.iterdir()) == []  # every sandbox of the stopped rollouts was removed
+    scripted_llm.latency = 0.0
+    assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
+    final = ResultsStore(out).load()
+    assert len(final) == 4 and all(r.passed for r in final.values())
