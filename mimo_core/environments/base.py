@@ -51,7 +51,9 @@ class Environment(Protocol):
 
     def read_file(self, path: str) -> bytes: ...
 
-    def write_file(self, path: str, data: bytes, mode: int = 0o644) -> None: ...
+    def write_file(self, path: str, data: bytes, mode: int | None = None) -> None:
+        """Create parent folders; `mode=None` keeps an existing file's mode (new files: 0644)."""
+        ...
 
     def copy_in(self, src: Path, dest: str) -> None:
         """Copy a host file or folder to `dest` in the sandbox (folders: their contents into `dest`)."""
