@@ -137,8 +137,13 @@ def write_mimo_config(folder: Path, base_url: str, steps: int) -> Path:
     return path
 
 
+def _base_env() -> dict[str, str]:
+    """Bytecode caching on, as for a user: a set PYTHONDONTWRITEBYTECODE makes every start recompile."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def mimo_env() -> dict[str, str]:
-    return {**os.environ, "MIMOAGENT_RECORDERS": "0"}
+    return {**_base_env(), "MIMOAGENT_RECORDERS": "0"}
 
 
 # -- the peer -------------------------------------------------------------------------------------------
@@ -157,7 +162,7 @@ def peer_python() -> Path | None:
 
 def peer_env(config_dir: Path) -> dict[str, str]:
     """No first-run wizard, no banner, no global config of the user's."""
-    return {**os.environ, "MSWEA_CONFIGURED": "true", "MSWEA_SILENT_STARTUP": "1",
+    return {**_base_env(), "MSWEA_CONFIGURED": "true", "MSWEA_SILENT_STARTUP": "1",
             "MSWEA_GLOBAL_CONFIG_DIR": str(config_dir), "MSWEA_COST_TRACKING": "ignore_errors",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
