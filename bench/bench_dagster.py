@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,7 +100,8 @@ def ui_load(home: Path) -> dict[str, float | str]:
         _chromium_seconds(url + "/assets/graded_results?view=partitions")  # warm the server's caches
         page, text = _chromium_seconds(url + "/assets/graded_results?view=partitions")
         graph, _ = _chromium_seconds(url + "/locations/mimoagent/asset-groups/rollouts")
-        shown = next((w for w in text.split(" Partitions")[0].split()[-1:]), "?")
+        found = re.search(r"([\d,]+) Partitions", text)
+        shown = found.group(1) if found else "?"
         return {"blank": blank, "page": page, "graph": graph, "partitions_shown": shown}
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

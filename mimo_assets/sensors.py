@@ -1,6 +1,7 @@
 """Sensors: register config files dropped into the config folder; refresh analytics after evaluations."""
 
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -36,7 +37,8 @@ def new_config_files(context: SensorEvaluationContext) -> SensorResult:
     seen: dict[str, float] = json.loads(context.cursor) if context.cursor else {}
     now = {p: Path(p).stat().st_mtime for p in yaml_files(str(config_dir()))}
     changed = sorted(p for p, m in now.items() if seen.get(p) != m)
-    requests = [RunRequest(run_key=f"configs-{hash(tuple((p, now[p]) for p in changed))}",
+    digest = hashlib.sha1(json.dumps([(p, now[p]) for p in changed]).encode()).hexdigest()[:16]
+    requests = [RunRequest(run_key=f"configs-{digest}",
                            run_config={"ops": {"config_files": {"config": {"paths": changed}}}})] if changed else []
     return SensorResult(run_requests=requests, cursor=json.dumps(now))
 

@@ -53,3 +53,20 @@ def test_partition_keys_round_trip_and_bad_ids_are_named() -> None:
     assert str(key) == "gpt5|django__django-11099" and split_key(str(key)) == ("django__django-11099", "gpt5")
     with pytest.raises(ValueError, match="a|b"):
         check_key("a|b", "instance")
+
+
+def test_config_folder_sensor_registers_new_and_edited_files_once(tmp_path: Path, monkeypatch) -> None:
+    from dagster import build_sensor_context
+
+    from mimo_assets.sensors import new_config_files
+
+    monkeypatch.setenv("MIMOAGENT_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "a.yaml").write_text("agent: {}\n")
+    first = new_config_files.evaluate_tick(build_sensor_context())
+    [req] = first.run_requests
+    assert req.run_config["ops"]["config_files"]["config"]["paths"] == [str((tmp_path / "a.yaml").resolve())]
+    again = new_config_files.evaluate_tick(build_sensor_context(cursor=first.cursor))
+    assert again.run_requests == []
+    (tmp_path / "b.yaml").write_text("agent: {}\n")
+    [req] = new_config_files.evaluate_tick(build_sensor_context(cursor=first.cursor)).run_requests
+    assert req.run_config["ops"]["config_files"]["config"]["paths"] == [str((tmp_path / "b.yaml").resolve())]
