@@ -2,81 +2,110 @@
 
 The CLI plans and runs rollouts itself, with no Dagster on its path. This recorder turns the same run
 into one in-process `evaluate` run in the shared instance, whose step logs each partition's
-materializations as rollouts finish. `import dagster` costs seconds, so everything Dagster happens on a
-background thread: rollouts start at once, `record` only queues, and `finish` waits for the tail.
+materializations as rollouts finish. That run lives in a child process (`record_child`): `import
+dagster` costs seconds and each stored event ~7 ms of CPU, which in a thread would take the GIL from the
+rollouts. Here `start` only spawns, `record` only queues (a writer thread feeds the pipe), and `finish`
+waits for the tail.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import queue
+import subprocess
 import sys
 import threading
 import time
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from mimo_assets.feed import Feed
 from mimo_core.results import ResultRecord
 
+_END = object()
+LOG_FILE = "dagster_record.log"
+
 
 class DagsterRecorder:
     def __init__(self, request: dict[str, Any]):
         self.request = request
-        self.feed: Feed | None = None
-        self.thread: threading.Thread | None = None
-        self.dagster_run_id: str | None = None
-        self.error: str | None = None
+        self.proc: subprocess.Popen[str] | None = None
+        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.writer: threading.Thread | None = None
+        self.log = Path(request["output_dir"]) / LOG_FILE
 
     def start(self, jobs_planned: list[dict[str, Any]]) -> None:
         """Nothing planned (a rerun with everything finished) records nothing: no run, no events."""
         if not jobs_planned:
             return
-        planned = [(j["instance_id"], j["config_name"], int(j.get("rollout_index", 0))) for j in jobs_planned]
-        self.feed = Feed(self.request, planned)
-        self.thread = threading.Thread(target=self._run, name="mimo-dagster", daemon=True)
-        self.thread.start()
+        planned = [[j["instance_id"], j["config_name"], int(j.get("rollout_index", 0))] for j in jobs_planned]
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "w") as log:  # a file, not a pipe: a chatty child can never block on it
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "mimo_assets.record_child"], stdin=subprocess.PIPE, stdout=log,
+                stderr=subprocess.STDOUT, text=True, env=os.environ.copy(), start_new_session=True,
+            )
+        self.queue.put(json.dumps({"request": self.request, "planned": planned}))
+        self.writer = threading.Thread(target=self._write, name="mimo-dagster-writer", daemon=True)
+        self.writer.start()
 
     def record(self, record: ResultRecord) -> None:
-        if self.feed is not None:
-            self.feed.put(record)
+        if self.proc is not None:
+            self.queue.put(record)
 
     def finish(self) -> None:
-        if self.feed is None or self.thread is None:
+        if self.proc is None or self.writer is None:
             return
-        self.feed.close()
+        self.queue.put(_END)
         t0 = time.monotonic()
-        self.thread.join()
-        if self.error:
-            print(f"mimoagent: dagster: not recorded: {self.error}", file=sys.stderr)
+        self.writer.join()
+        if self.proc.wait():
+            tail = self.log.read_text(errors="replace").strip().splitlines()[-1:] or [f"exit {self.proc.returncode}"]
+            print(f"mimoagent: dagster: not recorded: {tail[0]} (log: {self.log})", file=sys.stderr)
         elif time.monotonic() - t0 > 2:
-            print(f"mimoagent: dagster: recording finished in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+            print(f"mimoagent: dagster: recording finished {time.monotonic() - t0:.1f}s after the rollouts",
+                  file=sys.stderr)
 
-    def _run(self) -> None:
-        assert self.feed is not None
+    def _write(self) -> None:
+        """The only thread touching the pipe: a slow child blocks it, never a rollout worker."""
+        assert self.proc is not None and self.proc.stdin is not None
         try:
-            from mimo_assets.definitions import defs
-            from mimo_assets.home import dagster_home, get_instance
-            from mimo_assets.jobs import EVALUATE_JOB
+            while (item := self.queue.get()) is not _END:
+                line = item if isinstance(item, str) else item.model_dump_json()
+                self.proc.stdin.write(line + "\n")
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):  # the child died; finish() reports its error
+            pass
 
-            req = self.request
-            tags = {
-                "mimoagent/source": "cli", "mimoagent/run_id": req["run_id"],
-                "mimoagent/date": date.today().isoformat(), "mimoagent/dataset": str(req["dataset"])[:200],
-                "mimoagent/configs": ",".join(req["config_names"])[:200],
-                "mimoagent/output_dir": req["output_dir"][:200],
-            }
-            if req.get("recalc"):
-                tags["mimoagent/recalc"] = str(req["recalc"])[:200]
-            with get_instance() as instance:
-                result = defs.resolve_job_def(EVALUATE_JOB).execute_in_process(
-                    instance=instance, tags=tags, raise_on_error=False,
-                    run_config={"ops": {"evaluate_op": {"config": {"feed": self.feed.id}}},
-                                "loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-                )
-            self.dagster_run_id = result.run_id
-            if not result.success:
-                self.error = f"dagster run {result.run_id} failed (see it in the UI; DAGSTER_HOME={dagster_home()})"
-        except Exception as e:  # never take the rollouts down with the bookkeeping
-            self.error = f"{type(e).__name__}: {e}"
-        finally:
-            for _ in self.feed:  # the step may have stopped early: drain so nothing blocks
-                pass
+
+def execute_feed(feed: Feed) -> str | None:
+    """Run the `evaluate` job in this process over a feed; an error message, or None when recorded."""
+    try:
+        from mimo_assets.definitions import defs
+        from mimo_assets.home import dagster_home, get_instance
+        from mimo_assets.jobs import EVALUATE_JOB
+
+        req = feed.request
+        tags = {
+            "mimoagent/source": "cli", "mimoagent/run_id": req["run_id"],
+            "mimoagent/date": date.today().isoformat(), "mimoagent/dataset": str(req["dataset"])[:200],
+            "mimoagent/configs": ",".join(req["config_names"])[:200], "mimoagent/output_dir": req["output_dir"][:200],
+        }
+        if req.get("recalc"):
+            tags["mimoagent/recalc"] = str(req["recalc"])[:200]
+        with get_instance() as instance:
+            result = defs.resolve_job_def(EVALUATE_JOB).execute_in_process(
+                instance=instance, tags=tags, raise_on_error=False,
+                run_config={"ops": {"evaluate_op": {"config": {"feed": feed.id}}},
+                            "loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            )
+        if not result.success:
+            return f"dagster run {result.run_id} failed (see it in the UI; DAGSTER_HOME={dagster_home()})"
+        return None
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    finally:
+        for _ in feed:  # the step may have stopped early: drain so the reader never blocks
+            pass

@@ -1,0 +1,43 @@
+"""The process that records a CLI run into Dagster: `python -m mimo_assets.record_child`.
+
+Its own process, so `import dagster` and the event-log writes never take the CLI's GIL from the rollout
+threads. Protocol on stdin, one JSON object a line: first `{"request": ..., "planned": [[i, c, k], ...]}`,
+then one ResultRecord per finished rollout; end of input ends the run. Exit status 0 when recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+
+from mimo_assets.feed import Feed
+from mimo_core.results import ResultRecord
+
+
+def _pump(feed: Feed) -> None:
+    try:
+        for line in sys.stdin:
+            if line.strip():
+                feed.put(ResultRecord.model_validate_json(line))
+    finally:
+        feed.close()
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the CLI; we stop at end of input
+    header = json.loads(sys.stdin.readline())
+    feed = Feed(header["request"], [tuple(p) for p in header["planned"]])
+    threading.Thread(target=_pump, args=(feed,), name="mimo-record-stdin", daemon=True).start()
+    from mimo_assets.recorder import execute_feed
+
+    error = execute_feed(feed)
+    if error:
+        print(error, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
