@@ -222,9 +222,8 @@ def median(xs: list[float]) -> float:
 def print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     print(f"\n{title}")
-    print("  " + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
-    for r in rows:
-        print("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+    for r in [header, *rows]:
+        print(("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True))).rstrip())
 
 
 if __name__ == "__main__":
