@@ -31,6 +31,7 @@ class RolloutRecorder:
         atomic_write_text(
             self.msgs_dir / f"step_{step:04d}.json",
             json.dumps({"step": step, "request": request, "response": response}, ensure_ascii=False),
+            durable=False,
         )
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ Layout of one rollout (all removed by `stop()`):
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -136,13 +137,10 @@ class LocalEnvironment:
             except (FileNotFoundError, NotADirectoryError) as e:
                 return ExecResult(output=f"cannot run in {workdir}: {e.strerror}\n", returncode=1)
             self._pgids.add(proc.pid)
-            timed_out = False
-            try:
-                returncode = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
+            timed_out = not _wait_exit(proc, timeout)
+            if timed_out:
                 _kill_group(proc.pid)
-                returncode = proc.wait()
+            returncode = proc.wait()
             if timed_out or not _group_alive(proc.pid):
                 self._pgids.discard(proc.pid)
             output = _read_capture(out)
@@ -190,6 +188,24 @@ def _copy(src: Path, dest: Path) -> None:
         dest = dest / src.name
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(src, dest)
+
+
+def _wait_exit(proc: subprocess.Popen, timeout: float) -> bool:
+    """Block until the process exits or the timeout passes; True if it exited. A pidfd wakes us the
+    moment it exits, where Popen.wait(timeout) sleep-polls and adds wall time to every command."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux ≥ 5.3: fall back to polling
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        ready, _, _ = select.select([pidfd], [], [], timeout)
+        return bool(ready)
+    finally:
+        os.close(pidfd)
 
 
 def _kill_group(pgid: int) -> None:

@@ -70,10 +70,9 @@ class BashTool:
         save = f"__mimo_rc=$?; pwd > {cwd_f} 2>/dev/null; export -p > {env_f} 2>/dev/null; exit $__mimo_rc"
         return (
             f"trap {shlex.quote(save)} EXIT; "
-            f"if [ -f {env_f} ]; then for __mimo_v in $(compgen -e); do unset \"$__mimo_v\"; done 2>/dev/null; "
-            f". {env_f} 2>/dev/null; unset __mimo_v; fi; "
-            f"if [ -f {cwd_f} ]; then cd -- \"$(<{cwd_f})\" 2>/dev/null || "
-            f"echo \"note: the previous directory $(<{cwd_f}) is gone; now in $PWD\" >&2; fi; "
+            f"if [ -f {env_f} ]; then unset $(compgen -e) 2>/dev/null; . {env_f} 2>/dev/null; fi; "
+            f"if [ -f {cwd_f} ]; then read -r __mimo_d < {cwd_f}; cd -- \"$__mimo_d\" 2>/dev/null || "
+            f"echo \"note: the previous directory $__mimo_d is gone; now in $PWD\" >&2; unset __mimo_d; fi; "
             f"{command}"
         )
 
