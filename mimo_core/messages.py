@@ -7,9 +7,10 @@ their signatures, Responses reasoning items) ride along in `provider_items`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 
 class ToolCall(BaseModel):
@@ -26,6 +27,15 @@ class Message(BaseModel):
     name: str | None = None
     reasoning: str | None = None  # readable reasoning/thinking text, if the protocol exposes it
     provider_items: list[dict[str, Any]] | None = None  # opaque items to send back to the same protocol
+    # A protocol's wire form of this message, built once: messages don't change after they are appended,
+    # and re-converting the whole history every step would make a rollout quadratic.
+    _wire: dict[str, Any] | None = PrivateAttr(default=None)
+    _wire_protocol: str | None = PrivateAttr(default=None)
+
+    def wire(self, protocol: str, convert: Callable[[Message], Any]) -> Any:
+        if self._wire_protocol != protocol:
+            self._wire, self._wire_protocol = convert(self), protocol
+        return self._wire
 
     def to_openai(self) -> dict[str, Any]:
         """OpenAI chat-format dict, as written to traj.json."""

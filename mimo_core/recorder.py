@@ -26,13 +26,14 @@ class RolloutRecorder:
     def log_exception(self, where: str) -> None:
         self.log(f"{where}:\n{traceback.format_exc()}")
 
-    def record_call(self, step: int, request: dict[str, Any], response: dict[str, Any]) -> None:
-        """The exact request messages and the response of one call: a training sample."""
-        atomic_write_text(
-            self.msgs_dir / f"step_{step:04d}.json",
-            json.dumps({"step": step, "request": request, "response": response}, ensure_ascii=False),
-            durable=False,
-        )
+    def record_call(
+        self, step: int, request: dict[str, Any], response: dict[str, Any], request_json: str | None = None
+    ) -> None:
+        """The exact request messages and the response of one call: a training sample. The request is
+        the largest part and grows every step, so its already-encoded text is reused when given."""
+        req = request_json if request_json is not None else json.dumps(request, ensure_ascii=False)
+        text = f'{{"step": {step}, "request": {req}, "response": {json.dumps(response, ensure_ascii=False)}}}'
+        atomic_write_text(self.msgs_dir / f"step_{step:04d}.json", text, durable=False)
 
     def close(self) -> None:
         self._log.close()

@@ -57,7 +57,11 @@ class AgentContext(Protocol):
 
     def log(self, text: str) -> None: ...
 
-    def record_call(self, step: int, request: dict[str, Any], response: dict[str, Any]) -> None: ...
+    def record_call(
+        self, step: int, request: dict[str, Any], response: dict[str, Any], request_json: str | None = None
+    ) -> None:
+        """`request_json`, when given, is `request` already encoded: written as is, not encoded again."""
+        ...
 
 
 class Agent(Protocol):

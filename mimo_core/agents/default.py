@@ -79,7 +79,7 @@ class DefaultAgent:
                 return ExitStatus(e.exit_status), f"{type(e).__name__}: {e}"
             state.steps += 1
             state.add(resp)
-            ctx.record_call(state.steps, resp.request, resp.response)
+            ctx.record_call(state.steps, resp.request, resp.response, resp.request_json)
             msg = resp.message
             messages.append(msg)
             ctx.log(f"step {state.steps}: {_describe(msg)}")

@@ -80,7 +80,8 @@ class ProtocolModel:
 
     def query(self, messages: list[Message], tools: list[ToolSchema]) -> ModelResponse:
         body = self.build_body(messages, tools)
-        payload = _dumps(body).encode()
+        text = _dumps(body)
+        payload = text.encode()
         start = time.perf_counter()
         data, attempts = call_with_retry(lambda: self._post(payload), self.cfg.retry, self.name)
         if not isinstance(data, dict):
@@ -88,7 +89,7 @@ class ProtocolModel:
         out = ModelResponse.model_construct(
             message=Message(role="assistant"), usage=Usage(), latency_s=time.perf_counter() - start,
             cost=0.0, attempts=attempts, finish_reason=None, token_ids=None, prompt_token_ids=None,
-            logprobs=None, request=body, response=data,
+            logprobs=None, request=body, response=data, request_json=text,
         )
         self.parse(data, out)
         out.cost = compute_cost(out.usage, self.cfg.pricing)

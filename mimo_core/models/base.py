@@ -33,6 +33,7 @@ class ModelResponse(BaseModel):
     prompt_token_ids: list[int] | None = None
     logprobs: list[float] | None = None  # per completion token
     request: dict[str, Any] = Field(default_factory=dict)  # exact request body sent (no credentials)
+    request_json: str | None = Field(default=None, exclude=True)  # the same body as sent, already encoded
     response: dict[str, Any] = Field(default_factory=dict)  # raw response body
 
 

@@ -46,7 +46,7 @@ class ChatModel(ProtocolModel):
     path = "/chat/completions"
 
     def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.name, "messages": [message_to_chat(m) for m in messages]}
+        body: dict[str, Any] = {"model": self.name, "messages": [m.wire("chat", message_to_chat) for m in messages]}
         if tools:
             body["tools"] = [t.to_openai() for t in tools]
         body.update(self.request_kwargs)

@@ -15,20 +15,22 @@ from mimo_core.models._common import ProtocolModel, as_int, split_kwargs
 from mimo_core.models.base import ModelResponse, Usage
 
 
+def message_items(m: Message) -> list[dict[str, Any]]:
+    """The Responses input items of one message (an assistant turn may be several)."""
+    if m.role == "tool":
+        return [{"type": "function_call_output", "call_id": m.tool_call_id or "", "output": m.content or ""}]
+    if m.role == "assistant":
+        items: list[dict[str, Any]] = list(m.provider_items or ())
+        if m.content:
+            items.append({"role": "assistant", "content": m.content})
+        for c in m.tool_calls or ():
+            items.append({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments})
+        return items
+    return [{"role": m.role, "content": m.content or ""}]
+
+
 def messages_to_input(messages: list[Message]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "tool":
-            items.append({"type": "function_call_output", "call_id": m.tool_call_id or "", "output": m.content or ""})
-        elif m.role == "assistant":
-            items.extend(m.provider_items or ())
-            if m.content:
-                items.append({"role": "assistant", "content": m.content})
-            for c in m.tool_calls or ():
-                items.append({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments})
-        else:
-            items.append({"role": m.role, "content": m.content or ""})
-    return items
+    return [item for m in messages for item in m.wire("responses", message_items)]
 
 
 def tool_to_responses(t: ToolSchema) -> dict[str, Any]:
