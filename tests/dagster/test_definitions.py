@@ -70,3 +70,24 @@ def test_config_folder_sensor_registers_new_and_edited_files_once(tmp_path: Path
     (tmp_path / "b.yaml").write_text("agent: {}\n")
     [req] = new_config_files.evaluate_tick(build_sensor_context(cursor=first.cursor)).run_requests
     assert req.run_config["ops"]["config_files"]["config"]["paths"] == [str((tmp_path / "b.yaml").resolve())]
+
+
+def test_backfill_of_many_partitions_becomes_one_run_per_config(tmp_path: Path) -> None:
+    """What the backfill daemon does with a single-run policy: one partition range (one run) per config
+    over a contiguous run of instances, however many partitions it covers."""
+    from dagster import BackfillPolicy, DagsterInstance
+    from dagster._core.definitions.partitions.context import partition_loading_context
+
+    from mimo_assets.definitions import defs
+    from mimo_assets.partitions import CONFIG_DIM, INSTANCE_DIM, register, rollout_partitions
+
+    assert defs.resolve_assets_def("rollouts").backfill_policy == BackfillPolicy.single_run()
+    (tmp_path / "home").mkdir()
+    with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        register(instance, INSTANCE_DIM, [f"i{n:04d}" for n in range(2000)])
+        register(instance, CONFIG_DIM, ["a", "b"])
+        keys = [str(partition_key(f"i{n:04d}", c)) for n in range(2000) for c in ("a", "b")]
+        with partition_loading_context(dynamic_partitions_store=instance):
+            subset = rollout_partitions.empty_subset().with_partition_keys(keys)
+            ranges = subset.get_partition_key_ranges(rollout_partitions)
+    assert sorted((r.start, r.end) for r in ranges) == [("a|i0000", "a|i1999"), ("b|i0000", "b|i1999")]
