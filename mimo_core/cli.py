@@ -105,6 +105,8 @@ def _run(args: argparse.Namespace) -> int:
 
     _check_flags(args)
     configs = load_configs(args.config, [parse_override(o) for o in args.override_config])
+    if args.recalc_input is None:
+        _warm_models(configs)
     tasks = select_tasks(load_tasks(args.dataset, args.split), args.slice, args.filter, args.shuffle, args.seed)
     output = Path(args.output)
     run_id = args.run_id or new_run_id()
@@ -130,6 +132,24 @@ def _run(args: argparse.Namespace) -> int:
             r.finish()
     _print_summary(output)
     return 0
+
+
+def _warm_models(configs: list[Any]) -> None:
+    """Import the model SDKs and build the clients in the background while the dataset loads and the
+    first sandboxes start: `import openai` alone is most of the time to the first model request."""
+    import threading
+
+    from mimo_core.agents.factory import shared_model
+
+    def warm() -> None:
+        for c in configs:
+            if c.config.agent.type == "default":
+                try:
+                    shared_model(c.config.model)
+                except Exception:  # noqa: BLE001 - the rollout that needs the model reports it properly
+                    pass
+
+    threading.Thread(target=warm, name="warm-models", daemon=True).start()
 
 
 def _request(args: argparse.Namespace, configs: list[Any], tasks: list[Any], run_id: str) -> dict[str, Any]:
