@@ -96,42 +96,40 @@ class RepoDatasetType:
         return path_map(env, self.task_cwd(task))
 
     def setup(self, env: Environment, task: Task) -> None:
+        """Few commands on purpose: each is a process spawn locally and ~75 ms as a `docker exec`."""
         pm = self.paths(env, task)
         cwd = env.spec.cwd
         dirs = " ".join(shlex.quote(pm.path(r)) for r in ("/logs/verifier", "/logs/artifacts"))
-        self._check(run(env, f"mkdir -p {shlex.quote(cwd)} {dirs}"), "create the work folders")
+        made = self._check(run(env, f"mkdir -p {shlex.quote(cwd)} {dirs} && ls -A {shlex.quote(cwd)}"),
+                           "create the work folders")
         if isinstance(task, RepoTask):
-            self._seed(env, task, cwd)
+            if not made.output.strip():
+                self._seed(env, task, cwd)
             if task.setup_script:
                 self.run_script(env, task, task.setup_script, "setup", check=True)
         self.ensure_git_base(env, cwd)
 
     def _seed(self, env: Environment, task: RepoTask, cwd: str) -> None:
-        """Copy the starting files in, unless the image already put a repository there."""
-        if not (task.repo_archive or task.repo_dir):
-            return
-        listing = run(env, "ls -A", cwd=cwd)
-        if listing.output.strip():
-            return
+        """Copy the starting files into an empty cwd (an image that holds the repository wins)."""
         if task.repo_archive:
             archive = f"{env.scratch_dir}/repo-{uuid.uuid4().hex[:8]}.tar.gz"
             env.write_file(archive, base64.b64decode(task.repo_archive))
             self._check(run(env, f"tar -xzf {shlex.quote(archive)} && rm -f {shlex.quote(archive)}", cwd=cwd),
                         "unpack repo_archive")
-        else:
-            src = task.resolve(task.repo_dir or "")
+        elif task.repo_dir:
+            src = task.resolve(task.repo_dir)
             if not src.is_dir():
                 raise DatasetError(f"{task.instance_id}: repo_dir {src} is not a folder")
             env.copy_in(src, cwd)
 
     def ensure_git_base(self, env: Environment, cwd: str) -> None:
         """Make cwd a git repository (if it is not the top of one) and remember its base commit."""
-        top = run(env, "git rev-parse --show-toplevel 2>/dev/null", cwd=cwd)
-        real = run(env, "pwd -P", cwd=cwd).output.strip()
-        if top.returncode != 0 or top.output.strip() != real:
-            self._check(run(env, f"git init -q && {GIT} add -A && {GIT} commit -q --allow-empty -m base",
-                            cwd=cwd, extra_env=GIT_ENV), "create the base commit")
-        self._check(run(env, f"{GIT} update-ref {BASE_REF} HEAD", cwd=cwd), "record the base commit")
+        script = (
+            'if [ "$(git rev-parse --show-toplevel 2>/dev/null)" != "$(pwd -P)" ]; then '
+            f"git init -q && {GIT} add -A && {GIT} commit -q --allow-empty -m base || exit 1; fi; "
+            f"{GIT} update-ref {BASE_REF} HEAD"
+        )
+        self._check(run(env, script, cwd=cwd, extra_env=GIT_ENV), "create and record the base commit")
 
     @staticmethod
     def _check(res: ExecResult, what: str) -> ExecResult:
