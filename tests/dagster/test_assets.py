@@ -99,3 +99,17 @@ def test_evaluate_job_runs_missing_partitions_only_unless_redo(tmp_path: Path, i
     config["redo_existing"] = True
     assert job.execute_in_process(instance=instance, run_config=run).success
     assert _count(instance, "graded_results") == 6
+
+
+def test_infra_errors_leave_partitions_missing_and_the_next_run_fills_them(tmp_path: Path, instance, llm) -> None:
+    data = write_tasks(tmp_path, 2)
+    good = write_named_config(tmp_path, "good")
+    job = defs.resolve_job_def("evaluate")
+    run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": [str(good)], "workers": 1,
+                                              "output_dir": str(tmp_path / "eval")}}}}
+    llm.inject(503, times=3)  # the first rollout exhausts its 3 attempts: model_error, an infra error
+    assert job.execute_in_process(instance=instance, run_config=run).success
+    assert len(instance.get_materialized_partitions(AssetKey("graded_results"))) == 1
+    assert job.execute_in_process(instance=instance, run_config=run).success
+    assert instance.get_materialized_partitions(AssetKey("graded_results")) == {"good|greet-0", "good|greet-1"}
+    assert _count(instance, "graded_results") == 2
