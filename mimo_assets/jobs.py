@@ -22,7 +22,7 @@ def evaluate_op(
         yield from record_cli_run(context.instance, get_feed(config.feed), output_store.datasets_dir(), context.log)
         return
     tags = run_tags({k: v for k, v in context.run.tags.items() if k.startswith("mimoagent/")})
-    yield from execute(context.instance, config, context.run_id, output_store, model_endpoint, sandbox_backend,
+    yield from execute(context.instance, config, context.run.run_id, output_store, model_endpoint, sandbox_backend,
                        context.log, tags)
 
 

@@ -90,7 +90,7 @@ def _regrade_jobs(
                 continue
             submission = json.loads((source / rec.output_dir / "traj.json").read_text()).get("submission")
             jobs.append(RolloutJob(task=tasks[iid], config=configs[cname], rollout_index=k, output_dir=output,
-                                   run_id=context.run_id, recalc=str(source), recalc_submission=submission or ""))
+                                   run_id=context.run.run_id, recalc=str(source), recalc_submission=submission or ""))
     return jobs
 
 
@@ -119,12 +119,12 @@ def rollouts(
     _, _, meta = latest(context.instance, CONVERTED_JSONL)
     tasks = _tasks({i for i, _ in keys}, output_store, meta.get("path"))
     configs = _configs({c for _, c in keys}, context, model_endpoint, sandbox_backend)
-    output = output_store.run_dir(context.run_id)
+    output = output_store.run_dir(context.run.run_id)
     if graded_only:
         jobs = _regrade_jobs(context, keys, tasks, configs, output)
     else:
         jobs = [RolloutJob(task=tasks[i], config=configs[c], rollout_index=k, output_dir=output,
-                           run_id=context.run_id)
+                           run_id=context.run.run_id)
                 for i, c in keys for k in range(config.num_rollouts)]
     context.log.info(f"{len(jobs)} rollouts over {len(keys)} partitions, {config.workers} at a time -> {output}")
     yield from materializations(
