@@ -37,8 +37,9 @@ class Message(BaseModel):
             self._wire, self._wire_protocol = convert(self), protocol
         return self._wire
 
-    def to_openai(self) -> dict[str, Any]:
-        """OpenAI chat-format dict, as written to traj.json."""
+    def to_openai(self, wire: bool = False) -> dict[str, Any]:
+        """OpenAI chat-format dict, as written to traj.json. `wire=True` gives what a Chat Completions
+        request carries: no reasoning or provider items (servers reject them), no name on tool results."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = [
@@ -47,8 +48,10 @@ class Message(BaseModel):
             ]
         if self.tool_call_id is not None:
             out["tool_call_id"] = self.tool_call_id
-        if self.name is not None:
+        if self.name is not None and not (wire and self.role == "tool"):
             out["name"] = self.name
+        if wire:
+            return out
         if self.reasoning is not None:
             out["reasoning_content"] = self.reasoning
         if self.provider_items:

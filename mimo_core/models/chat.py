@@ -15,17 +15,7 @@ from mimo_core.models.base import ModelResponse, Usage
 
 
 def message_to_chat(m: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": m.role, "content": m.content}
-    if m.tool_calls:
-        out["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in m.tool_calls
-        ]
-    if m.tool_call_id is not None:
-        out["tool_call_id"] = m.tool_call_id
-    if m.name is not None and m.role != "tool":
-        out["name"] = m.name
-    return out
+    return m.to_openai(wire=True)
 
 
 def _token_ids_from_logprobs(entries: list[dict[str, Any]]) -> list[int] | None:
