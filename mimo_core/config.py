@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mimo_core.errors import ConfigError
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
+AGENT_TYPES = ("default", "oracle", "judge")
+ENVIRONMENT_CLASSES = ("local", "docker")  # or "package.module:Class" for a backend of your own
 _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.I)
 REDACTED = "***"
 
@@ -34,7 +36,7 @@ class ToolSpec(_Strict):
 
 
 class AgentConfig(_Strict):
-    type: str = "default"  # default | oracle | judge | blackbox adapters (claude-code, codex, ...)
+    type: str = "default"  # default | oracle | judge
     tools: list[ToolSpec] = Field(
         default_factory=lambda: [ToolSpec(tool="bash"), ToolSpec(tool="read"), ToolSpec(tool="write"),
                                  ToolSpec(tool="edit"), ToolSpec(tool="submit")]
@@ -46,12 +48,13 @@ class AgentConfig(_Strict):
     time_limit: float = 0.0  # seconds of wall time for the agent loop; 0 = unlimited
     max_format_errors: int = 3  # consecutive malformed tool calls before the rollout ends
     observation_max_chars: int = 10000  # longer tool output keeps head + tail
-    # Blackbox CLI adapters
-    version: str | None = None
-    payload_path: str | None = None
-    payload_url: str | None = None
-    install_env: dict[str, str] = Field(default_factory=dict)
-    extra_args: list[str] = Field(default_factory=list)
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, v: str) -> str:
+        if v not in AGENT_TYPES:
+            raise ValueError(f"unknown agent type {v!r}; known: {list(AGENT_TYPES)}")
+        return v
 
 
 class RetryConfig(_Strict):
@@ -85,7 +88,7 @@ class JudgeAgentConfig(_Strict):
 
 
 class EnvironmentConfig(_Strict):
-    environment_class: str = "local"  # local | docker | kubernetes
+    environment_class: str = "local"  # local | docker | package.module:Class
     cwd: str | None = None  # for rows that name no cwd (a row's own cwd wins), else the type's default
     timeout: float = 300.0  # default per-command timeout, seconds
     sandbox: Literal["none", "bwrap"] = "none"  # local backend only
@@ -94,6 +97,14 @@ class EnvironmentConfig(_Strict):
     startup_timeout: float = 600.0
     judge_agent: JudgeAgentConfig | None = None
     backend_kwargs: dict[str, Any] = Field(default_factory=dict)  # passed to the backend as-is
+
+    @field_validator("environment_class")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        if v not in ENVIRONMENT_CLASSES and ":" not in v:
+            raise ValueError(f"unknown environment_class {v!r}; known: {list(ENVIRONMENT_CLASSES)} "
+                             "or 'package.module:Class'")
+        return v
 
 
 class MimoConfig(_Strict):

@@ -69,7 +69,6 @@ class Environment(Protocol):
 _BACKENDS = {
     "local": "mimo_core.environments.local:LocalEnvironment",
     "docker": "mimo_core.environments.docker:DockerEnvironment",
-    "kubernetes": "mimo_core.environments.kubernetes:KubernetesEnvironment",
 }
 
 

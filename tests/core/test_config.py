@@ -74,3 +74,12 @@ def test_redacted_config_hides_secrets(tmp_path: Path) -> None:
     red = load_config(p).redacted()
     assert red["model"]["model_kwargs"] == {"api_key": "***", "base_url": "http://h/v1"}
     assert "sk-live-123" not in str(red)
+
+
+def test_unknown_agent_type_and_backend_are_config_errors(tmp_path: Path) -> None:
+    p = _write(tmp_path, "agent:\n  type: claude-kode\n")
+    with pytest.raises(ConfigError, match=r"profile\.yaml: agent\.type: .*unknown agent type 'claude-kode'"):
+        load_config(p)
+    p = _write(tmp_path, "environment:\n  environment_class: dokker\n")
+    with pytest.raises(ConfigError, match=r"environment\.environment_class: .*'dokker'.*\['local', 'docker'\]"):
+        load_config(p)
