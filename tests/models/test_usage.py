@@ -75,3 +75,14 @@ def test_missing_api_key_is_an_auth_error_naming_the_model(monkeypatch):
     with pytest.raises(ModelAuthError, match="my-model"):
         make_model(ModelConfig(model_name="my-model", protocol="chat",
                                model_kwargs={"base_url": "http://127.0.0.1:9/v1"}))
+
+
+def test_wire_form_is_cached_per_message_and_not_shared_by_copies() -> None:
+    from mimo_core.messages import Message
+    from mimo_core.models.chat import message_to_chat
+
+    m = Message(role="user", content="hi")
+    first = m.wire("chat", message_to_chat)
+    assert m.wire("chat", message_to_chat) is first
+    copy = m.model_copy(update={"content": "changed"})
+    assert copy.wire("chat", message_to_chat)["content"] == "changed"
