@@ -6,32 +6,20 @@ renders after its GraphQL fetches; no driver or CDP client needed.
 
 from __future__ import annotations
 
-import fcntl
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
+from tests.infra.host_packages import ensure_apt
+
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
-LOCK = Path("/tmp/mimo-chromium-install.lock")
 
 
 def ensure_chromium() -> str:
-    """The chromium binary; `apt-get install chromium` once (under a lock) if it is not there."""
-    found = shutil.which("chromium")
-    if found:
-        return found
-    with open(LOCK, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        if not shutil.which("chromium"):
-            env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-            if subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], env=env, capture_output=True).returncode:
-                subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, check=True)
-                subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], env=env, capture_output=True,
-                               check=True)
-    found = shutil.which("chromium")
+    """The chromium binary, installed from Debian once if it is not there."""
+    found = ensure_apt("chromium", "chromium")
     if not found:
         raise RuntimeError("chromium is not installed and apt-get could not install it")
     return found

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from mimo_core.tools.bash import BashConfig, BashTool
 from mimo_core.tools.registry import KNOWN_TOOLS, build_tools, read_only_tools
 from mimo_core.tools.submit import SubmitTool
 from mimo_core.tools.truncate import truncate_middle
+from tests.infra.host_packages import ensure_apt
 from tests.tools.conftest import MakeEnv
 
 
@@ -83,8 +83,8 @@ def test_truncate_middle_is_exact() -> None:
 
 
 def test_bash_session_works_inside_bubblewrap(tools: dict[str, Tool], make_env: MakeEnv) -> None:
-    if shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap not installed (apt-get install bubblewrap)")
+    if ensure_apt("bwrap", "bubblewrap") is None:
+        pytest.skip("bubblewrap is not installed and could not be (apt-get install bubblewrap)")
     env = make_env(sandbox="bwrap")
     sh(tools, env, "mkdir x && cd x && export V=7")
     assert sh(tools, env, "pwd; echo $V") == f"{env.spec.cwd}/x\n7\n[exit code: 0]"
