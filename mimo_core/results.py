@@ -108,7 +108,10 @@ class ResultsStore:
         return records
 
     def finished(self) -> dict[_Key, ResultRecord]:
-        return {k: r for k, r in self.load().items() if not r.infra_error}
+        """Records that count as done: no infrastructure error, and their trajectory is on disk (a record
+        whose folder was lost, e.g. to a crash mid-swap during a redo, is done again)."""
+        return {k: r for k, r in self.load().items()
+                if not r.infra_error and (self.dir / r.output_dir / "traj.json").exists()}
 
     def put(self, record: ResultRecord) -> None:
         """Append a new key with one write; replace an existing key by rewriting the file atomically."""

@@ -7,6 +7,7 @@ marks a rollout finished.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import threading
@@ -103,16 +104,32 @@ class _Sandboxes:
 
 
 def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRecord:
-    rollout_dir = job.output_dir / job.rel_dir
-    if rollout_dir.exists():  # left by an unfinished earlier attempt: never mistaken for a result
-        shutil.rmtree(rollout_dir)
-    rollout_dir.mkdir(parents=True)
-    rec = RolloutRecorder(rollout_dir)
+    """A finished rollout being redone (`--redo-existing`) stays in place until its replacement is
+    complete: the new attempt works in a side folder and is swapped in just before its record is written.
+    Anything else found in the rollout's folder is a killed attempt's leftover and is removed."""
+    final = job.output_dir / job.rel_dir
+    for leftover in final.parent.glob(f"{final.name}.attempt-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for leftover in final.parent.glob(f"{final.name}.replaced-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    redo = (final / "traj.json").exists()
+    work = final.with_name(f"{final.name}.attempt-{job.run_id}") if redo else final
+    if not redo and final.exists():
+        shutil.rmtree(final)
+    work.mkdir(parents=True)
+    rec = RolloutRecorder(work)
     try:
-        record = _run(job, rollout_dir, rec, cancel)
+        record = _run(job, work, rec, cancel)
     finally:
         rec.close()
-    ResultsStore(job.output_dir).put(record)
+    if redo:
+        replaced = final.with_name(f"{final.name}.replaced-{job.run_id}")
+        os.rename(final, replaced)
+        os.rename(work, final)
+        ResultsStore(job.output_dir).put(record)
+        shutil.rmtree(replaced, ignore_errors=True)
+    else:
+        ResultsStore(job.output_dir).put(record)
     return record
 
 

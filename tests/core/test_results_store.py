@@ -23,8 +23,16 @@ def test_concurrent_puts_write_each_key_once(tmp_path: Path) -> None:
     assert set(ResultsStore(tmp_path).load()) == {r.key for r in recs}
 
 
+def _with_traj(tmp_path: Path, rec: ResultRecord) -> ResultRecord:
+    (tmp_path / rec.output_dir).mkdir(parents=True, exist_ok=True)
+    (tmp_path / rec.output_dir / "traj.json").write_text("{}")
+    return rec
+
+
 def test_replacing_a_record_rewrites_instead_of_duplicating(tmp_path: Path) -> None:
     store = ResultsStore(tmp_path)
+    _with_traj(tmp_path, _rec("a"))
+    _with_traj(tmp_path, _rec("b"))
     store.put(_rec("a", status="model_error", infra_error=True))
     store.put(_rec("b"))
     assert set(store.finished()) == {("b", "c", 0)}
@@ -42,3 +50,11 @@ def test_torn_last_line_is_ignored_and_not_glued_to_the_next(tmp_path: Path) -> 
     assert set(ResultsStore(tmp_path).load()) == {("a", "c", 0)}
     ResultsStore(tmp_path).put(_rec("b"))
     assert set(ResultsStore(tmp_path).load()) == {("a", "c", 0), ("b", "c", 0)}
+
+
+def test_a_record_whose_trajectory_is_gone_is_not_finished(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path)
+    store.put(_with_traj(tmp_path, _rec("kept")))
+    store.put(_rec("lost"))  # its folder never made it to disk
+    assert set(store.load()) == {("kept", "c", 0), ("lost", "c", 0)}
+    assert set(store.finished()) == {("kept", "c", 0)}

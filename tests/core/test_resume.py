@@ -111,3 +111,28 @@ def test_sigterm_stops_cleanly_and_resume_finishes(workdir: Path, scripted_llm) 
     assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
     final = ResultsStore(out).load()
     assert len(final) == 4 and all(r.passed for r in final.values())
+
+
+def test_a_killed_redo_keeps_the_finished_rollout(workdir: Path, scripted_llm) -> None:
+    scripted_llm.set_responder(SOLVE)
+    data, cfg, out = write_dataset(workdir, n=1), write_config(workdir, "cfg"), workdir / "out"
+    assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
+    [before] = ResultsStore(out).load().values()
+    traj = (out / before.output_dir / "traj.json").read_text()
+    scripted_llm.set_responder(turns(call("bash", command="true")))  # the redo never finishes by itself
+    scripted_llm.latency = 0.1
+    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
+           "MIMOAGENT_RECORDERS": "0"}
+    n0 = len(scripted_llm.requests)
+    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--redo-existing")],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(scripted_llm.requests) < n0 + 3:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert ResultsStore(out).load() == {before.key: before}
+    assert (out / before.output_dir / "traj.json").read_text() == traj
+    scripted_llm.latency = 0.0
+    again = run_cli(_cli(data, cfg, out), scripted_llm)
+    assert "0 rollouts to run" in again.stderr
