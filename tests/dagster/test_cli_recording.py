@@ -6,6 +6,7 @@ from pathlib import Path
 
 from dagster import AssetKey, DagsterInstance
 
+from tests.core.conftest import SECRET
 from tests.dagster.conftest import run_cli, write_named_config, write_tasks
 
 ROLLOUT_ASSETS = ("rollouts", "judge_scores", "graded_results")
@@ -45,6 +46,14 @@ def test_cli_runs_materialize_each_partition_once_with_lineage_and_resume(
     assert _count(instance) == {"rollouts": 8, "judge_scores": 8, "graded_results": 8,
                                 "converted_jsonl": 1, "config_files": 1}
     assert len(instance.get_runs()) == 2
+    _assert_no_secret(Path(dagster_env["DAGSTER_HOME"]), tmp_path / "out")
+
+
+def _assert_no_secret(*folders: Path) -> None:
+    """The API key reached the endpoint but no file of the instance (SQLite, compute logs) or outputs."""
+    files = [p for folder in folders for p in folder.rglob("*") if p.is_file()]
+    assert any(p.name.endswith(".db") for p in files)
+    assert [str(p) for p in files if SECRET.encode() in p.read_bytes()] == []
 
 
 def _assert_lineage(instance: DagsterInstance) -> None:
