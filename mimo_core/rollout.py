@@ -207,7 +207,8 @@ def _judge(job: RolloutJob, env: Environment, rollout_dir: Path, rec: RolloutRec
     from mimo_core.agents.judge import run_judge
 
     rec.log("judge: scoring rubrics")
-    return run_judge(judge_cfg, job.task, env, rollout_dir / "judge").model_dump(mode="json")
+    return run_judge(judge_cfg, job.task, env, rollout_dir / "judge", run_id=job.run_id,
+                     config_name=job.config.name, rollout_index=job.rollout_index).model_dump(mode="json")
 
 
 def _grade(

@@ -5,10 +5,12 @@ its verdict as JSON; its trajectory is saved in the rollout's `judge/` folder.""
 from __future__ import annotations
 
 import json
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from mimo_core.agents.default import DefaultAgent
-from mimo_core.config import AgentConfig, JudgeAgentConfig
+from mimo_core.config import AgentConfig, JudgeAgentConfig, redact
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
 from mimo_core.grading.rubric import (
@@ -82,15 +84,23 @@ def _verdict(messages: list[dict]) -> str | None:
     return None
 
 
-def run_judge(config: JudgeAgentConfig, task: Task, env: Environment, out_dir: Path) -> JudgeResult:
+def run_judge(
+    config: JudgeAgentConfig, task: Task, env: Environment, out_dir: Path, run_id: str = "",
+    config_name: str = "", rollout_index: int = 0,
+) -> JudgeResult:
+    """Score the rubrics; the judge's own trajectory is written in the same schema as the agent's."""
+    from mimo_core import __version__
     from mimo_core.agents.factory import shared_model
     from mimo_core.recorder import RolloutRecorder
     from mimo_core.tools.registry import read_only_tools
+    from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
     items = rubric_items(task.rubric.rubrics if task.rubric else [])
     agent_cfg = judge_agent_config(config.agent)
-    agent = JudgeAgent(items, agent_cfg, shared_model(config.model), read_only_tools())
+    model = shared_model(config.model)
+    agent = JudgeAgent(items, agent_cfg, model, read_only_tools())
     rec = RolloutRecorder(out_dir)
+    started, t0 = datetime.now(UTC), time.monotonic()
     try:
         result = agent.run(task, env, rec)
         verdict = _verdict(result.messages)
@@ -100,12 +110,19 @@ def run_judge(config: JudgeAgentConfig, task: Task, env: Environment, out_dir: P
         rec.log(f"judge verdict: {verdict!r}; parse: {error or 'ok'}")
     finally:
         rec.close()
-    write_json(out_dir / "traj.json", {
-        "agent_type": "judge", "model": config.model.model_name, "exit_status": result.exit_status.value,
-        "error": result.error, "messages": result.messages, "tools": result.tools,
-        "calls": [c.model_dump(mode="json") for c in result.calls], "steps": result.steps,
-        "usage": result.usage.model_dump(), "cost": result.cost,
-    })
+    elapsed = time.monotonic() - t0
+    traj = Trajectory(
+        framework_version=__version__, run_id=run_id, instance_id=task.instance_id,
+        dataset_type=task.dataset_type, config_name=config_name, rollout_index=rollout_index,
+        agent_type="judge", model=ModelInfo(name=model.name, protocol=model.protocol,
+                                            endpoint_host=getattr(model, "endpoint_host", None)),
+        tools=result.tools, messages=result.messages, calls=result.calls, exit_status=result.exit_status.value,
+        error=result.error, submission=verdict, steps=result.steps, usage=result.usage, cost=result.cost,
+        timings=Timings(started_at=started.isoformat(timespec="seconds"),
+                        ended_at=datetime.now(UTC).isoformat(timespec="seconds"), agent_s=elapsed, total_s=elapsed),
+        config=redact(config.model_dump(mode="json")),
+    )
+    write_json(out_dir / "traj.json", traj.model_dump(mode="json"))
     return JudgeResult(
         score=weighted_score(scores, items), scores=scores, exit_status=result.exit_status.value, error=error,
         verdict=verdict, model_name=config.model.model_name, steps=result.steps, usage=result.usage,

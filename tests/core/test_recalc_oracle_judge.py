@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from mimo_core.results import ResultsStore
+from mimo_core.trajectory import Trajectory
 from tests.core.conftest import REPO, run_cli, write_config, write_dataset
 from tests.scripted_llm import Reply, call, turns
 
@@ -104,5 +105,6 @@ def test_rubric_judge_scores_before_the_verifier(tmp_path: Path, scripted_llm) -
     extra = json.loads((out / rec.output_dir / "reward_extra_info.json").read_text())
     assert [s["score"] for s in extra["judge"]["scores"]] == [1.0, 0.5]
     assert extra["judge"]["scores"][0]["reason"] == "it does"
-    judge_traj = json.loads((out / rec.output_dir / "judge" / "traj.json").read_text())
-    assert judge_traj["agent_type"] == "judge" and judge_traj["steps"] == 2
+    judge_traj = Trajectory.model_validate_json((out / rec.output_dir / "judge" / "traj.json").read_text())
+    assert (judge_traj.agent_type, judge_traj.steps, judge_traj.config_name) == ("judge", 2, "judged")
+    assert judge_traj.submission == verdict and judge_traj.config["model"]["model_kwargs"]["api_key"] == "***"
