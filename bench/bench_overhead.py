@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import STEP_COMMAND, DriverRun, ServerProcess, machine, median, peer_python, print_table, run_driver
+from bench.common import STEP_COMMAND, DriverRun, ServerProcess, frameworks, machine, median, print_table, run_driver
 
 SHORT = 10
 
@@ -58,14 +58,11 @@ def main() -> None:
     p.add_argument("--no-peer", action="store_true", help="ours only")
     args = p.parse_args()
 
-    frameworks = ["mimo"] + ([] if args.no_peer else ["peer"])
-    if "peer" in frameworks and peer_python() is None:
-        print("[bench] mini-swe-agent unavailable: printing ours alone")
-        frameworks = ["mimo"]
+    chosen = frameworks(args.no_peer)
     rows = []
     with tempfile.TemporaryDirectory(prefix="mimo-bench-") as tmp:
         root = Path(tmp)
-        for fw in frameworks:
+        for fw in chosen:
             long = _measure(fw, args.steps, args.rollouts, root)
             short = _measure(fw, SHORT, args.rollouts, root)
             cpu, wall, child = _per_step(long, args.rollouts)

@@ -20,11 +20,11 @@ from bench.common import (
     MODEL,
     PEER_VENV,
     ServerProcess,
+    frameworks,
     machine,
     median,
     mimo_env,
     peer_env,
-    peer_python,
     print_table,
     write_mimo_config,
     write_task,
@@ -71,13 +71,10 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--no-peer", action="store_true", help="ours only")
     args = p.parse_args()
-    frameworks = ["mimo"] + ([] if args.no_peer else ["peer"])
-    if "peer" in frameworks and peer_python() is None:
-        print("[bench] mini-swe-agent unavailable: printing ours alone")
-        frameworks = ["mimo"]
+    chosen = frameworks(args.no_peer)
     rows = []
     with tempfile.TemporaryDirectory(prefix="mimo-bench-") as tmp:
-        for fw in frameworks:
+        for fw in chosen:
             times = _launches(fw, args.runs, Path(tmp))
             name = "mimoagent" if fw == "mimo" else "mini-swe-agent 2.4.6 (`mini`)"
             rows.append([name, f"{median(times):.2f}", f"{min(times):.2f}", f"{max(times):.2f}"])

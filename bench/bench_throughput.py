@@ -12,7 +12,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from bench.common import DriverRun, ServerProcess, machine, peer_python, print_table, run_driver
+from bench.common import DriverRun, ServerProcess, frameworks, machine, print_table, run_driver
 
 
 def _tput(framework: str, workers: int, rollouts: int, steps: int, latency: float,
@@ -30,13 +30,10 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=4, help="rollouts per worker in each timed batch")
     p.add_argument("--no-peer", action="store_true", help="ours only")
     args = p.parse_args()
-    frameworks = ["mimo"] + ([] if args.no_peer else ["peer"])
-    if "peer" in frameworks and peer_python() is None:
-        print("[bench] mini-swe-agent unavailable: printing ours alone")
-        frameworks = ["mimo"]
+    chosen = frameworks(args.no_peer)
     rows = []
     with tempfile.TemporaryDirectory(prefix="mimo-bench-") as tmp:
-        for fw in frameworks:
+        for fw in chosen:
             t1, r1 = _tput(fw, 1, args.rounds, args.steps, args.latency, Path(tmp))
             tn, rn = _tput(fw, args.workers, args.rounds * args.workers, args.steps, args.latency, Path(tmp))
             name = "mimoagent" if fw == "mimo" else "mini-swe-agent 2.4.6"

@@ -230,3 +230,13 @@ if __name__ == "__main__":
     if sys.argv[1:2] != ["serve"]:
         sys.exit("usage: python -m bench.common serve --flavor mimo|peer --steps N [--latency S] [--arrivals F]")
     _serve(sys.argv[2:])
+
+
+def frameworks(no_peer: bool) -> list[str]:
+    """Ours, and the peer unless asked not to or it cannot be set up here."""
+    if no_peer:
+        return ["mimo"]
+    if peer_python() is None:
+        print("[bench] mini-swe-agent unavailable: printing ours alone")
+        return ["mimo"]
+    return ["mimo", "peer"]
