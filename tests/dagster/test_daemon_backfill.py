@@ -1,0 +1,91 @@
+"""A backfill as the UI launches one: submitted to the instance, executed by a real `dagster-daemon`,
+which launches the runs in their own processes. Single-run policy: one run per config, however many
+instances; "missing only" semantics come from the partition selection, as in the UI's dialog."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from dagster import AssetKey, DagsterInstance
+from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
+from dagster._core.utils import make_new_backfill_id
+
+from mimo_assets.definitions import defs
+from mimo_assets.partitions import partition_key
+from tests.core.conftest import REPO
+from tests.dagster.conftest import write_named_config, write_tasks
+
+ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")]
+
+
+def _register(instance: DagsterInstance, data: Path, configs: list[Path]) -> None:
+    job = defs.resolve_implicit_global_asset_job_def()
+    for selection, run_config in (
+        ([AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
+         {"ops": {"load_dataset": {"config": {"source": str(data)}}}}),
+        ([AssetKey("config_files")], {"ops": {"config_files": {"config": {"paths": [str(p) for p in configs]}}}}),
+    ):
+        assert job.execute_in_process(instance=instance, asset_selection=selection, run_config=run_config).success
+
+
+def _submit(instance: DagsterInstance, keys: list[str]) -> str:
+    from dagster._core.definitions.partitions.context import partition_loading_context
+
+    backfill_id = make_new_backfill_id()
+    with partition_loading_context(dynamic_partitions_store=instance):
+        backfill = PartitionBackfill.from_asset_partitions(
+            backfill_id=backfill_id, asset_graph=defs.resolve_asset_graph(), partition_names=keys,
+            asset_selection=ROLLOUT_KEYS, backfill_timestamp=time.time(), tags={}, dynamic_partitions_store=instance,
+            all_partitions=False, title="test backfill", description=None, run_config=None,
+        )
+    instance.add_backfill(backfill)
+    return backfill_id
+
+
+def test_ui_backfill_runs_through_the_daemon_one_run_per_config(
+    tmp_path: Path, dagster_env, llm, monkeypatch,
+) -> None:
+    monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
+    data = write_tasks(tmp_path, 3)
+    good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
+    instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+    _register(instance, data, [good, bad])
+    keys = [str(partition_key(f"greet-{i}", c)) for i in range(3) for c in ("good", "bad")]
+    backfill_id = _submit(instance, keys)
+
+    with open(tmp_path / "daemon.log", "w") as log:
+        daemon = subprocess.Popen([str(REPO / ".venv" / "bin" / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+                                  cwd=REPO, env={**os.environ}, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        _wait(instance, backfill_id, tmp_path)
+        runs = [r for r in instance.get_runs() if r.tags.get("dagster/backfill") == backfill_id]
+        assert len(runs) == 2, [r.tags for r in runs]  # one per config, not one per partition
+        assert instance.get_materialized_partitions(AssetKey("graded_results")) == set(keys)
+        rewards = {m.asset_materialization.partition: m.asset_materialization.metadata["reward"].value
+                   for m in instance.fetch_materializations(AssetKey("graded_results"), limit=100).records}
+        assert rewards == {k: (1.0 if k.startswith("good|") else 0.0) for k in keys}
+
+        # A backfill over partitions that exist reruns them (the UI's "missing only" would select none).
+        redo_id = _submit(instance, keys[:2])
+        _wait(instance, redo_id, tmp_path)
+        counts: dict[str, int] = {}
+        for m in instance.fetch_materializations(AssetKey("rollouts"), limit=100).records:
+            counts[m.asset_materialization.partition] = counts.get(m.asset_materialization.partition, 0) + 1
+        assert counts == {k: (2 if k in keys[:2] else 1) for k in keys}
+    finally:
+        os.killpg(daemon.pid, signal.SIGKILL)  # the daemon and the run processes it launched
+        daemon.wait()
+
+
+def _wait(instance: DagsterInstance, backfill_id: str, tmp_path: Path) -> None:
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and instance.get_backfill(backfill_id).status == BulkActionStatus.REQUESTED:
+        time.sleep(0.5)
+    status = instance.get_backfill(backfill_id).status
+    assert status == BulkActionStatus.COMPLETED_SUCCESS, (status, (tmp_path / "daemon.log").read_text()[-3000:])
