@@ -11,7 +11,7 @@ from mimo_assets.assets.rollouts import rollouts
 from mimo_assets.checks import no_missing_partitions, rewards_in_range, trajectories_validate
 from mimo_assets.jobs import evaluate_job
 from mimo_assets.schedules import nightly_eval
-from mimo_assets.sensors import analytics_after_evaluate, analytics_job, new_config_files, register_configs_job
+from mimo_assets.sensors import analytics_after_new_results, analytics_job, new_config_files, register_configs_job
 from resources import ModelEndpoint, OutputStore, SandboxBackend
 
 defs = Definitions(
@@ -20,6 +20,6 @@ defs = Definitions(
     asset_checks=[trajectories_validate, rewards_in_range, no_missing_partitions],
     jobs=[evaluate_job, analytics_job, register_configs_job],
     schedules=[nightly_eval],
-    sensors=[new_config_files, analytics_after_evaluate],
+    sensors=[new_config_files, analytics_after_new_results],
     resources={"output_store": OutputStore(), "model_endpoint": ModelEndpoint(), "sandbox_backend": SandboxBackend()},
 )

@@ -7,18 +7,19 @@ import os
 from pathlib import Path
 
 from dagster import (
+    AssetKey,
     AssetSelection,
     DagsterRunStatus,
     RunRequest,
+    RunsFilter,
     SensorEvaluationContext,
     SensorResult,
+    SkipReason,
     define_asset_job,
-    run_status_sensor,
     sensor,
 )
 
 from mimo_assets.assets.datasets import yaml_files
-from mimo_assets.jobs import evaluate_job
 
 analytics_job = define_asset_job(
     "refresh_analytics", selection=AssetSelection.groups("analytics"),
@@ -43,7 +44,22 @@ def new_config_files(context: SensorEvaluationContext) -> SensorResult:
     return SensorResult(run_requests=requests, cursor=json.dumps(now))
 
 
-@run_status_sensor(run_status=DagsterRunStatus.SUCCESS, monitored_jobs=[evaluate_job],
-                   request_job=analytics_job, minimum_interval_seconds=60)
-def analytics_after_evaluate(context: SensorEvaluationContext) -> RunRequest:
-    return RunRequest(run_key=None)
+_IN_PROGRESS = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
+                DagsterRunStatus.STARTED]
+
+
+@sensor(job=analytics_job, minimum_interval_seconds=60)
+def analytics_after_new_results(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+    """Refresh the results table and analytics once new graded results have landed and nothing is still
+    writing them. Watching the graded results themselves (not runs of one job) catches CLI runs, which
+    execute in their own process, as well as UI runs, backfills and the nightly schedule."""
+    records = context.instance.fetch_materializations(AssetKey("graded_results"), limit=1).records
+    if not records:
+        return SkipReason("no graded results yet")
+    latest = records[0].storage_id
+    if context.cursor and int(context.cursor) >= latest:
+        return SkipReason("analytics are current")
+    running = context.instance.get_runs(RunsFilter(statuses=_IN_PROGRESS), limit=50)
+    if any(r.job_name != analytics_job.name for r in running):
+        return SkipReason("an evaluation is still writing results")
+    return SensorResult(run_requests=[RunRequest(run_key=f"analytics-{latest}")], cursor=str(latest))

@@ -91,3 +91,31 @@ def test_backfill_of_many_partitions_becomes_one_run_per_config(tmp_path: Path) 
             subset = rollout_partitions.empty_subset().with_partition_keys(keys)
             ranges = subset.get_partition_key_ranges(rollout_partitions)
     assert sorted((r.start, r.end) for r in ranges) == [("a|i0000", "a|i1999"), ("b|i0000", "b|i1999")]
+
+
+def test_analytics_sensor_fires_once_new_graded_results_land_and_nothing_runs(tmp_path: Path) -> None:
+    from dagster import AssetMaterialization, DagsterInstance, build_sensor_context
+    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+
+    from mimo_assets.partitions import CONFIG_DIM, INSTANCE_DIM, register
+    from mimo_assets.sensors import analytics_after_new_results
+
+    (tmp_path / "home").mkdir()
+    with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        def tick(cursor: str | None = None):
+            return analytics_after_new_results.evaluate_tick(build_sensor_context(instance=instance, cursor=cursor))
+
+        assert tick().run_requests == []  # nothing graded yet
+        register(instance, INSTANCE_DIM, ["i1"])
+        register(instance, CONFIG_DIM, ["a"])
+        graded = AssetMaterialization("graded_results", partition=str(partition_key("i1", "a")))
+        instance.report_runless_asset_event(graded)
+        first = tick()
+        [req] = first.run_requests
+        assert req.run_key.startswith("analytics-")
+        assert tick(first.cursor).run_requests == []  # analytics are current
+        instance.report_runless_asset_event(graded)
+        instance.add_run(DagsterRun(job_name="evaluate", run_id="r-busy", status=DagsterRunStatus.STARTED))
+        assert tick(first.cursor).run_requests == []  # an evaluation is still writing
+        instance.delete_run("r-busy")
+        assert len(tick(first.cursor).run_requests) == 1
