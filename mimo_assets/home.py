@@ -6,9 +6,12 @@ gets a persistent instance without setting anything (`mimoagent-dagster dev` poi
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from mimo_core.results import atomic_write_text
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
@@ -37,12 +40,21 @@ def dagster_home() -> Path:
     home = Path(os.environ.get("DAGSTER_HOME") or DEFAULT_HOME).expanduser().resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(DEFAULT_YAML.format(home=home))
+    if not config.exists():  # atomically: a concurrent first run must never read half a file
+        atomic_write_text(config, DEFAULT_YAML.format(home=home))
     return home
 
 
 def get_instance() -> DagsterInstance:
+    """The instance, its SQLite schemas created under a lock: two runs opening a new home at the same
+    moment would otherwise both try to create the same tables."""
     from dagster import DagsterInstance
 
-    return DagsterInstance.from_config(str(dagster_home()))
+    home = dagster_home()
+    with open(home / ".mimoagent-init.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        instance = DagsterInstance.from_config(str(home))
+        instance.get_runs(limit=1)  # each storage creates its tables on first use
+        instance.get_dynamic_partitions("instance")
+        instance.all_instigator_state()
+    return instance

@@ -91,3 +91,28 @@ def test_recalc_materializes_graded_results_only(tmp_path: Path, dagster_env, ll
         assert mat.metadata["recalc"].value == str(tmp_path / "out")
         assert mat.tags["dagster/input_data_version/judge_scores"] == judge_before[mat.partition]
         assert mat.tags["dagster/input_event_pointer/judge_scores"] != "NULL"
+
+
+def test_two_cli_runs_record_into_one_instance_at_once(tmp_path: Path, dagster_env, llm) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.core.conftest import REPO
+
+    data = write_tasks(tmp_path, 6)
+    env = {**os.environ, **dagster_env, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMO_TEST_API_KEY": SECRET}
+    env.pop("MIMOAGENT_RECORDERS", None)
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "mimo_core.cli", "-c", str(write_named_config(tmp_path, name)),
+                          "--dataset", str(data), "-o", str(tmp_path / f"out-{name}"), "--workers", "3"],
+                         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name in ("good", "bad")
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0 and "not recorded" not in err, err
+    instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+    assert [r.status.value for r in instance.get_runs()] == ["SUCCESS", "SUCCESS"]
+    assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
+        f"{c}|greet-{i}" for c in ("good", "bad") for i in range(6)}
