@@ -53,8 +53,8 @@ def test_infra_errors_are_rerun_on_resume(workdir: Path, scripted_llm) -> None:
 
 def test_sigkill_loses_no_finished_rollout(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(SOLVE)
-    scripted_llm.latency = 0.15
-    data, cfg, out = write_dataset(workdir, n=6), write_config(workdir, "cfg"), workdir / "out"
+    scripted_llm.latency = 0.3  # 12 rollouts of 2 calls on 2 workers: ~4 s, the kill lands at ~1.5 s
+    data, cfg, out = write_dataset(workdir, n=12), write_config(workdir, "cfg"), workdir / "out"
     env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
            "MIMOAGENT_RECORDERS": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--workers", "2")],
@@ -67,17 +67,17 @@ def test_sigkill_loses_no_finished_rollout(workdir: Path, scripted_llm) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     survived = ResultsStore(out).load()
-    assert 2 <= len(survived) < 6
+    assert 2 <= len(survived) < 12
     for rec in survived.values():  # every record points at complete files
         assert (out / rec.output_dir / "traj.json").exists()
         assert (out / rec.output_dir / "reward_extra_info.json").exists()
     scripted_llm.latency = 0.0
     done = run_cli(_cli(data, cfg, out), scripted_llm)
-    assert f"{6 - len(survived)} rollouts to run" in done.stderr
+    assert f"{12 - len(survived)} rollouts to run" in done.stderr
     final = ResultsStore(out).load()
-    assert len(final) == 6 and all(r.passed for r in final.values())
+    assert len(final) == 12 and all(r.passed for r in final.values())
     assert all(final[k] == v for k, v in survived.items())
-    assert len(results.read_text().splitlines()) == 6
+    assert len(results.read_text().splitlines()) == 12
 
 
 def test_sigterm_stops_cleanly_and_resume_finishes(workdir: Path, scripted_llm) -> None:
