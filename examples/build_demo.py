@@ -25,7 +25,7 @@ def row_from_folder(folder: Path) -> dict[str, Any]:
     row = json.loads((folder / "row.json").read_text())
     row["repo_archive"] = tar_folder(folder / "repo")
     gold = (folder / "gold.patch").read_text()
-    row["patch" if row.get("dataset_type") == "opensource-code" else "gold_patch"] = gold
+    row["gold_patch"] = gold
     if (folder / "test.patch").exists():
         row["test_patch"] = (folder / "test.patch").read_text()
     if (folder / "tests").is_dir():

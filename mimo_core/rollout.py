@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict
 from mimo_core import __version__
 from mimo_core.agents.base import INFRA_STATUSES, AgentResult, ExitStatus
 from mimo_core.config import NamedConfig
-from mimo_core.datasets.base import DatasetType, Grade, Task
+from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.environments.base import Environment, SandboxSpec, make_environment
 from mimo_core.errors import ConfigError, MimoError, SandboxError
+from mimo_core.grading.grade import Grade
 from mimo_core.recorder import RolloutRecorder
 from mimo_core.results import ResultRecord, ResultsStore, write_json
 from mimo_core.trajectory import ModelInfo, Timings, Trajectory

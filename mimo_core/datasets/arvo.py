@@ -10,9 +10,10 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
-from mimo_core.datasets.base import EnvFactory, Grade, Task
-from mimo_core.datasets.common import RepoDatasetType, RepoTask, run
+from mimo_core.datasets.base import EnvFactory, Task
+from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
 from mimo_core.environments.base import Environment
+from mimo_core.grading.grade import Grade
 from mimo_core.grading.reward import tail
 
 CRASH_MARKERS = ("ERROR: AddressSanitizer", "ERROR: MemorySanitizer", "ERROR: UndefinedBehaviorSanitizer",
@@ -25,7 +26,7 @@ class ArvoTask(RepoTask):
     build_timeout: float = 3600.0
     poc_timeout: float = 600.0
     crash_type: str | None = None
-    fix: str | None = None  # ARVO's name for the fixing patch
+    LEGACY_GOLD_FIELDS: ClassVar[tuple[str, ...]] = ("fix",)  # ARVO's name for the fixing patch
 
     @model_validator(mode="before")
     @classmethod
@@ -51,10 +52,6 @@ class ArvoDatasetType(RepoDatasetType):
     name: ClassVar[str] = "arvo"
     row_model: ClassVar[type[Task]] = ArvoTask
     default_cwd: ClassVar[str] = "/src"
-
-    def gold_submission(self, task: Task) -> str | None:
-        assert isinstance(task, ArvoTask)
-        return task.fix or task.gold_patch
 
     def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
         assert isinstance(task, ArvoTask)

@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Protocol
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from mimo_core.environments.base import Environment, SandboxSpec
+from mimo_core.grading.grade import Grade
 
 
 class Rubric(BaseModel):
@@ -38,15 +39,6 @@ class Task(BaseModel):
         data = self.model_dump(mode="json")
         data["task"] = self.problem_statement
         return data
-
-
-class Grade(BaseModel):
-    """The verifier's verdict. `infra_error` set means the grading path broke: not a failed solution."""
-
-    reward: float | None = None
-    passed: bool = False
-    details: dict[str, Any] = Field(default_factory=dict)  # becomes reward_extra_info.json
-    infra_error: str | None = None
 
 
 EnvFactory = Callable[[SandboxSpec], Environment]  # starts a fresh sandbox (e.g. a separate verifier)

@@ -13,10 +13,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from mimo_core.datasets.base import EnvFactory, Grade, Task
-from mimo_core.datasets.common import GIT, RepoDatasetType, RepoTask, run
+from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.paths import TASK_CWD_LABEL
+from mimo_core.datasets.repo_dataset import GIT, RepoDatasetType, RepoTask, run
 from mimo_core.environments.base import Environment
+from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.reward import apply_failed_grade, read_reward, tail
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from mimo_core.datasets.base import EnvFactory, Grade, Task
-from mimo_core.datasets.common import RepoDatasetType, RepoTask
+from mimo_core.datasets.base import EnvFactory, Task
+from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask
 from mimo_core.environments.base import Environment
+from mimo_core.grading.grade import Grade
 from mimo_core.grading.reward import read_reward, tail
 
 

@@ -10,9 +10,10 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from mimo_core.datasets.base import EnvFactory, Grade, Task
-from mimo_core.datasets.common import BASE_REF, GIT, RepoDatasetType, RepoTask, run
+from mimo_core.datasets.base import EnvFactory, Task
+from mimo_core.datasets.repo_dataset import BASE_REF, GIT, RepoDatasetType, RepoTask, run
 from mimo_core.environments.base import Environment
+from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.reward import tail
 from mimo_core.grading.testlog import parse_pytest, passed
@@ -23,7 +24,7 @@ _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/", re.M)
 class OpenSourceCodeTask(RepoTask):
     repo: str | None = None
     base_commit: str | None = None
-    patch: str | None = None  # the gold patch
+    LEGACY_GOLD_FIELDS: ClassVar[tuple[str, ...]] = ("patch",)  # SWE-bench's name for the gold patch
     test_patch: str = ""
     FAIL_TO_PASS: list[str] = Field(default_factory=list)
     PASS_TO_PASS: list[str] = Field(default_factory=list)
@@ -55,10 +56,6 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
     name: ClassVar[str] = "opensource-code"
     row_model: ClassVar[type[Task]] = OpenSourceCodeTask
     default_cwd: ClassVar[str] = "/testbed"
-
-    def gold_submission(self, task: Task) -> str | None:
-        assert isinstance(task, OpenSourceCodeTask)
-        return task.patch or task.gold_patch
 
     def _restore_tests(self, env: Environment, task: OpenSourceCodeTask) -> tuple[bool, str]:
         """The agent may have edited the test files: put them back to the base, then apply the test patch."""

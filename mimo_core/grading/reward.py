@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mimo_core.datasets.base import Grade
 from mimo_core.environments.base import Environment
+from mimo_core.grading.grade import Grade
 
 TAIL_CHARS = 4000
 CRASH_SENTINEL = -1.0

@@ -7,9 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from mimo_core.datasets.base import Grade, Task
+from mimo_core.datasets.base import Task
 from mimo_core.datasets.registry import get_dataset_type
 from mimo_core.environments.base import Environment, SandboxSpec
+from mimo_core.grading.grade import Grade
 
 Factory = Callable[[SandboxSpec], Environment]
 DEMO_IDS = ["py-median-even", "py-slugify-edges", "sh-wordfreq-case", "sh-rotate-keep-newest", "py-ini-comments",

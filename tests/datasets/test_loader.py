@@ -138,3 +138,20 @@ def test_harbor_folder_loads_directly() -> None:
     demo = load_tasks(str(Path(__file__).resolve().parents[2] / "examples" / "demo"))
     assert {t.dataset_type for t in demo} == {"deepswe"} and len(demo) == 5
     assert all(t.verifier_mode == "separate" for t in tasks)
+
+
+@pytest.mark.parametrize(("row", "old"), [
+    ({"instance_id": "s", "problem_statement": "p", "repo": "o/r", "FAIL_TO_PASS": "[]"}, "patch"),
+    ({"localId": 42, "crash_type": "null deref"}, "fix"),
+])
+def test_gold_patch_is_one_field_and_old_names_are_still_read(tmp_path: Path, row: dict, old: str) -> None:
+    tasks = load_tasks(str(write_jsonl(tmp_path / "d.jsonl", [{**row, old: "the diff"}])))
+    assert tasks[0].gold_patch == "the diff"
+    assert old not in tasks[0].model_dump()
+    assert get_dataset_type(tasks[0].dataset_type).gold_submission(tasks[0]) == "the diff"
+
+
+def test_old_and_new_gold_patch_names_that_disagree_are_a_row_error(tmp_path: Path) -> None:
+    row = {"instance_id": "s", "problem_statement": "p", "FAIL_TO_PASS": "[]", "patch": "a", "gold_patch": "b"}
+    with pytest.raises(DatasetError, match="row 1.*`patch`.*differ"):
+        load_tasks(str(write_jsonl(tmp_path / "d.jsonl", [row])))

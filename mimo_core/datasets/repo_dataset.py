@@ -12,12 +12,13 @@ import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from mimo_core.datasets.base import EnvFactory, Grade, Task
+from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.paths import TASK_CWD_LABEL, PathMap, path_map
 from mimo_core.environments.base import Environment, ExecResult, SandboxSpec
 from mimo_core.errors import DatasetError, SandboxError
+from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.reward import apply_failed_grade, tail
 
@@ -30,7 +31,14 @@ GIT_ENV = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "200
 
 
 class RepoTask(Task):
-    """Fields for the task's starting repository and its reference solution."""
+    """Fields for the task's starting repository and its reference solution.
+
+    The reference patch is `gold_patch` for every dataset type. Rows in a benchmark's own format may
+    name it as that benchmark does (`LEGACY_GOLD_FIELDS`: SWE-bench's `patch`, ARVO's `fix`); those are
+    read into `gold_patch` at load, so old rows and converted files keep working.
+    """
+
+    LEGACY_GOLD_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     repo_archive: str | None = None  # base64 .tar.gz of the starting files (self-contained rows)
     repo_dir: str | None = None  # host folder with the starting files, relative to the dataset file
@@ -41,6 +49,21 @@ class RepoTask(Task):
     memory_mb: int | None = None
     network: bool = True
     test_files: dict[str, Any] = Field(default_factory=dict)  # path → text, or {content, encoding: base64}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gold_patch_name(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not cls.LEGACY_GOLD_FIELDS:
+            return data
+        data = dict(data)
+        for old in cls.LEGACY_GOLD_FIELDS:
+            if old not in data:
+                continue
+            value = data.pop(old)
+            if data.get("gold_patch") and value and data["gold_patch"] != value:
+                raise ValueError(f"`{old}` (the old name of the gold patch) and `gold_patch` differ; keep one")
+            data["gold_patch"] = data.get("gold_patch") or value
+        return data
 
     def resolve(self, path: str) -> Path:
         """A path from the row, relative to the dataset file (so a copied dataset folder still works)."""
@@ -170,7 +193,7 @@ class RepoDatasetType:
         return res.output
 
     def gold_submission(self, task: Task) -> str | None:
-        return getattr(task, "gold_patch", None)
+        return getattr(task, "gold_patch", None) or None
 
     def apply_submission(self, env: Environment, task: Task, submission: str) -> tuple[bool, str]:
         """Apply a saved submission; a failure is remembered in the sandbox, so `grade` reports
