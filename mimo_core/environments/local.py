@@ -3,7 +3,9 @@
 Tasks declare an absolute cwd such as `/testbed` that does not exist here, so the backend maps it to a
 fresh host folder: after `start()`, `spec.cwd` is the real host path of the working directory, and any
 path under the task's declared cwd (e.g. `/testbed/src/x.py`) given to `execute(cwd=...)` or the file
-methods is mapped into it. Commands themselves are not rewritten: prompts should use `{{cwd}}`.
+methods is mapped into it. Commands themselves are not rewritten: prompts should use `{{cwd}}`. With
+`sandbox: bwrap` the work folder is also bound at the task's cwd, so commands see `/testbed` as in a
+container (`task_cwd.py`).
 
 Layout of one rollout (all removed by `stop()`):
     <root>/mimo-XXXX/work     the working directory (`spec.cwd`); `spec.seed_dir` is copied here
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mimo_core.environments.base import ExecResult, SandboxSpec
+from mimo_core.environments.task_cwd import bwrap_root_args, bwrap_task_cwd_args, missing_cwd_note, sandbox_path
 from mimo_core.errors import SandboxError
 
 if TYPE_CHECKING:
@@ -88,11 +91,12 @@ class LocalEnvironment:
         The root holding every rollout's folders is hidden behind an empty tmpfs, so one rollout can
         neither read nor write another's.
         """
-        args = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                "--tmpfs", os.path.realpath(self.root), "--unshare-net", "--die-with-parent"]
+        root = os.path.realpath(self.root)
+        args = ["bwrap", *bwrap_root_args(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                "--tmpfs", root, "--unshare-net", "--die-with-parent"]
         for d in (self.spec.cwd, self.scratch_dir, self.home):
             args += ["--bind", d, d]
-        return args
+        return args + bwrap_task_cwd_args(self.task_cwd, self.spec.cwd, writable_roots=("/tmp", root))
 
     def stop(self) -> None:
         for pgid in self._pgids:
@@ -122,7 +126,8 @@ class LocalEnvironment:
         workdir = self._host_path(cwd) if cwd else self.spec.cwd
         run_env = self._env if not env else {**self._env, **env}
         if self._bwrap_prefix:
-            argv = [*self._bwrap_prefix, "--chdir", workdir, "bash", "-c", command]
+            argv = [*self._bwrap_prefix, "--chdir", sandbox_path(workdir, self.task_cwd, self.spec.cwd),
+                    "bash", "-c", command]
             popen_cwd = self.spec.cwd
         else:
             argv = ["bash", "-c", command]
@@ -144,6 +149,8 @@ class LocalEnvironment:
             if timed_out or not _group_alive(proc.pid):
                 self._pgids.discard(proc.pid)
             output = _read_capture(out)
+        if not self._bwrap_prefix:
+            output += missing_cwd_note(command, returncode, self.task_cwd, self.spec.cwd)
         return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
                           duration_s=time.monotonic() - start)
 

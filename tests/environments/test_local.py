@@ -222,7 +222,7 @@ def test_bwrap_only_work_and_scratch_are_writable(make_env: MakeEnv, host_dir: P
 def test_bwrap_provides_proc_dev_and_timeouts(make_env: MakeEnv) -> None:
     env = make_env(sandbox="bwrap", env={"TASK_VAR": "v"})
     out = env.execute("test -r /proc/self/status && echo > /dev/null && echo $TASK_VAR && pwd")
-    assert out.output.split() == ["v", env.spec.cwd]
+    assert out.output.split() == ["v", "/testbed"]  # the work folder, bound at the task's cwd
     result = env.execute("echo started; sleep 100 & echo $! > bg.pid; sleep 100", timeout=0.5)
     assert result.timed_out and "started" in result.output
     assert env.execute("echo again").output == "again\n"

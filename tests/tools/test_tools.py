@@ -87,7 +87,7 @@ def test_bash_session_works_inside_bubblewrap(tools: dict[str, Tool], make_env: 
         pytest.skip("bubblewrap is not installed and could not be (apt-get install bubblewrap)")
     env = make_env(sandbox="bwrap")
     sh(tools, env, "mkdir x && cd x && export V=7")
-    assert sh(tools, env, "pwd; echo $V") == f"{env.spec.cwd}/x\n7\n[exit code: 0]"
+    assert sh(tools, env, "pwd; echo $V") == f"{env.task_cwd}/x\n7\n[exit code: 0]"  # bound at the task cwd
 
 
 def test_judge_bash_keeps_its_own_session(tools: dict[str, Tool], env: LocalEnvironment) -> None:
