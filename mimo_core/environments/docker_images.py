@@ -3,15 +3,19 @@
 Built images are tagged by a content hash of the build context, so the same task (or any task with
 an identical `environment/` folder) never rebuilds, across rollouts, workers and runs. A lock per
 hash (threads) plus a file lock (processes) makes concurrent rollouts of one task build it once.
+`environment.image_prefix` (a registry mirror) is applied to the Dockerfile's `FROM` images too, so a
+site that can only reach its mirror can still build.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import logging
 import os
 import re
+import tarfile
 import tempfile
 import threading
 from pathlib import Path
@@ -46,13 +50,60 @@ def context_hash(context: Path) -> str:
     return h.hexdigest()
 
 
-def build_tag(context: Path) -> str:
-    """`mimo-build/<folder name>:<hash>`: readable in `docker images`, unique per content."""
+def build_tag(context: Path, image_prefix: str = "") -> str:
+    """`mimo-build/<folder name>:<hash>`: readable in `docker images`, unique per content (and per mirror:
+    the same Dockerfile built from a mirror's base image is another image)."""
     label = context.resolve().name
     if label in ("environment", "tests", "docker", ".") and context.resolve().parent.name:
         label = f"{context.resolve().parent.name}-{label}"
     label = re.sub(r"[^a-z0-9._-]+", "-", label.lower()).strip("._-")[:60] or "task"
-    return f"{BUILD_REPO}/{label}:{context_hash(context)[:20]}"
+    digest = context_hash(context)
+    if image_prefix:
+        digest = hashlib.sha256(f"{digest}\0{image_prefix}".encode()).hexdigest()
+    return f"{BUILD_REPO}/{label}:{digest[:20]}"
+
+
+_FROM = re.compile(r"^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(.*)$", re.I)
+_STAGE = re.compile(r"\s+AS\s+(\S+)", re.I)
+
+
+def prefix_from_lines(dockerfile: str, image_prefix: str) -> str:
+    """Prepend the mirror prefix to every base image in `FROM` lines. Left alone: `scratch`, earlier
+    build stages (`FROM builder`), images named through a build argument (`FROM $BASE`) and images that
+    already carry the prefix."""
+    if not image_prefix:
+        return dockerfile
+    stages: set[str] = set()
+    out = []
+    for line in dockerfile.splitlines(keepends=True):
+        m = _FROM.match(line)
+        if m:
+            head, flags, image, rest = m.groups()
+            if not (image.lower() == "scratch" or image.lower() in stages or "$" in image
+                    or image.startswith(image_prefix)):
+                line = f"{head}{flags}{image_prefix}{image}{rest}" + line[len(line.rstrip("\r\n")):]
+            stage = _STAGE.search(rest)
+            if stage:
+                stages.add(stage.group(1).lower())
+        out.append(line)
+    return "".join(out)
+
+
+def _context_tar(context: Path, dockerfile: str) -> io.BytesIO:
+    """The build context as a tar stream, with the rewritten Dockerfile in place of the task's own."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path in sorted(context.rglob("*")):
+            rel = path.relative_to(context).as_posix()
+            if rel == "Dockerfile":
+                continue
+            tar.add(str(path), arcname=rel, recursive=False)
+        data = dockerfile.encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size, info.mode = len(data), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
 
 
 def _has_image(client: Any, name: str) -> bool:
@@ -70,11 +121,11 @@ def _thread_lock(key: str) -> threading.Lock:
         return _locks.setdefault(key, threading.Lock())
 
 
-def build_image(client: Any, context: Path, timeout: float) -> str:
+def build_image(client: Any, context: Path, timeout: float, image_prefix: str = "") -> str:
     """Build `context/Dockerfile` unless an image with the same content hash exists; return its tag."""
     if not (context / "Dockerfile").is_file():
         raise SandboxError(f"no Dockerfile in build context {context}")
-    tag = build_tag(context)
+    tag = build_tag(context, image_prefix)
     if _has_image(client, tag):
         return tag
     if tag in _failed:
@@ -86,7 +137,7 @@ def build_image(client: Any, context: Path, timeout: float) -> str:
             if _has_image(client, tag):  # another worker or process built it while we waited
                 return tag
             try:
-                _build(client, context, tag, timeout)
+                _build(client, context, tag, timeout, image_prefix)
             except SandboxError as e:
                 _failed[tag] = str(e)
                 raise
@@ -95,11 +146,15 @@ def build_image(client: Any, context: Path, timeout: float) -> str:
     return tag
 
 
-def _build(client: Any, context: Path, tag: str, timeout: float) -> None:
+def _build(client: Any, context: Path, tag: str, timeout: float, image_prefix: str = "") -> None:
     log: list[str] = []
     error: str | None = None
+    dockerfile = (context / "Dockerfile").read_text(encoding="utf-8")
+    prefixed = prefix_from_lines(dockerfile, image_prefix)
+    where: dict[str, Any] = ({"path": str(context)} if prefixed == dockerfile
+                             else {"fileobj": _context_tar(context, prefixed), "custom_context": True})
     try:
-        for chunk in client.api.build(path=str(context), tag=tag, rm=True, forcerm=True, decode=True,
+        for chunk in client.api.build(**where, tag=tag, rm=True, forcerm=True, decode=True,
                                       timeout=timeout, labels={"mimoagent.build": "1"}):
             if "stream" in chunk:
                 log.append(chunk["stream"])
@@ -113,7 +168,7 @@ def _build(client: Any, context: Path, tag: str, timeout: float) -> None:
 
 
 def ensure_image(client: Any, image: str | None, dockerfile_dir: str | None, timeout: float,
-                 fallback: str | None = None) -> str:
+                 fallback: str | None = None, image_prefix: str = "") -> str:
     """The image to run: `image` if present or pullable, else one built from `dockerfile_dir`, else
     `fallback` (when configured: e.g. a base image into which the dataset type seeds the repository)."""
     import docker.errors
@@ -130,7 +185,7 @@ def ensure_image(client: Any, image: str | None, dockerfile_dir: str | None, tim
                             f"({e.explanation or e})")
     if dockerfile_dir:
         try:
-            return build_image(client, Path(dockerfile_dir), timeout)
+            return build_image(client, Path(dockerfile_dir), timeout, image_prefix)
         except SandboxError as e:
             if not fallback:
                 raise

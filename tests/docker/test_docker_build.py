@@ -52,3 +52,41 @@ def test_broken_dockerfile_is_a_sandbox_error_with_the_build_log(make_docker_env
     env = make_docker_env(image=None, dockerfile_dir=str(ctx), start=False)
     with pytest.raises(SandboxError, match="(?s)Dockerfile failed.*about-to-fail"):
         env.start()
+
+
+
+def test_image_prefix_reaches_the_from_lines_of_a_build(docker_client, tmp_path) -> None:
+    """A mirror-only site: the base image exists only under the mirror's name, so the build can only
+    succeed if the prefix reached its FROM line."""
+    from mimo_core.config import EnvironmentConfig
+    from mimo_core.environments.base import SandboxSpec
+    from mimo_core.environments.docker import DockerEnvironment
+    from tests.infra.dockerd import BASE_IMAGE
+
+    mirror = f"mirror-{uuid.uuid4().hex[:8]}.test/"
+    docker_client.images.get(BASE_IMAGE).tag(f"{mirror}only-on-the-mirror", "1")
+    ctx = tmp_path / "environment"
+    ctx.mkdir()
+    (ctx / "data.txt").write_text("from the context\n")
+    (ctx / "Dockerfile").write_text("FROM only-on-the-mirror:1 AS stage\nCOPY data.txt /opt/data.txt\nFROM stage\n")
+    env = DockerEnvironment(SandboxSpec(image=None, dockerfile_dir=str(ctx), labels={"mimoagent.run_id": "pytest"}),
+                            EnvironmentConfig(environment_class="docker", image_prefix=mirror))
+    try:
+        env.start()
+        assert env.image == build_tag(ctx, mirror) != build_tag(ctx)
+        assert env.read_file("/opt/data.txt") == b"from the context\n"
+    finally:
+        env.stop()
+        docker_client.images.remove(build_tag(ctx, mirror), force=True)
+        docker_client.images.remove(f"{mirror}only-on-the-mirror:1")
+
+
+def test_prefix_from_lines_leaves_stages_scratch_and_build_args_alone() -> None:
+    from mimo_core.environments.docker_images import prefix_from_lines
+
+    dockerfile = ("FROM python:3.11 AS build\nFROM --platform=linux/amd64 debian:12\nFROM build\n"
+                  "FROM scratch\nFROM $BASE\nFROM m.io/already\nRUN echo FROM x\n")
+    assert prefix_from_lines(dockerfile, "m.io/") == (
+        "FROM m.io/python:3.11 AS build\nFROM --platform=linux/amd64 m.io/debian:12\nFROM build\n"
+        "FROM scratch\nFROM $BASE\nFROM m.io/already\nRUN echo FROM x\n")
+    assert prefix_from_lines(dockerfile, "") == dockerfile
