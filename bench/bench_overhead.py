@@ -1,41 +1,76 @@
-"""Framework CPU per agent step, ours beside mini-swe-agent's (target ≤ 2.5 ms; the peer was 7.6 ms).
+"""CPU per agent step over the whole process tree, start-up, exit tail and peak RSS, beside mini-swe-agent.
 
-The scripted server answers at zero latency from its own process: `--steps` bash calls running `echo`,
-then a submit. Each framework runs in a fresh process, does one warm-up rollout, then `--rollouts`
-measured ones; per step = that process's CPU over the whole rollout (setup, every model call and command,
-grading, files) divided by its model calls, nothing subtracted. The marginal figure (difference against
-a 10-step rollout) leaves out the fixed per-rollout cost. Also prints the local environment's CPU per
-command. Usage: `uv run python -m bench.bench_overhead [--steps 50] [--rollouts 5] [--no-peer]`.
+Every figure is taken from outside (bench/tree.py): the runner is started as a fresh process and its
+CPU is the rusage of its whole tree (the runner, its shells, bwrap, the Dagster recording child, and
+orphans, which come back to the bench as child subreaper), divided by the model calls the scripted
+server answered. Each case gets one discarded warm-up run first (bytecode caches, the Dagster home),
+like a user's second run. The second table notes the tree's CPU at each request (/proc) during long
+rollouts: the cost of a step around step 20 against around step 200 shows whether a rollout's cost grows
+with its length. Usage: `uv run python -m bench.bench_overhead [--instances 20] [--steps 20] [--no-peer]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from bench.common import STEP_COMMAND, DriverRun, ServerProcess, frameworks, machine, median, print_table, run_driver
+from bench.common import STEP_COMMAND, frameworks, machine, print_table
+from bench.whole import Case, CaseRun, run_case
 
-SHORT = 10
-
-
-def _measure(framework: str, steps: int, rollouts: int, root: Path) -> DriverRun:
-    with ServerProcess(framework, steps=steps) as server:
-        return run_driver(framework, server.url, root / f"{framework}-{steps}", steps, rollouts)
+PEER = "mini-swe-agent 2.4.6"
+TARGET = {"mimoagent": 0.3, "mimoagent, recording off": 0.3, "mimoagent, bwrap, recording off": 0.4}
 
 
-def _per_step(run: DriverRun, rollouts: int) -> tuple[float, float, float]:
-    calls = run.calls / rollouts
-    return median(run.cpu) / calls * 1e3, median(run.wall) / calls * 1e3, median(run.child_cpu) / calls * 1e3
+def _cases(no_peer: bool, bwrap: bool) -> list[Case]:
+    cases = [Case("mimoagent", "mimo", recording=True), Case("mimoagent, recording off", "mimo")]
+    if bwrap and shutil.which("bwrap"):
+        cases.append(Case("mimoagent, bwrap, recording off", "mimo", sandbox="bwrap"))
+    if "peer" in frameworks(no_peer):
+        cases.append(Case(PEER, "peer"))
+    return cases
 
 
-def _env_command_cpu(root: Path, sandbox: str, n: int = 200) -> tuple[float, float]:
-    """CPU of this process and wall per `execute(echo)` on a started LocalEnvironment (ms)."""
+def _main_table(runs: list[CaseRun], instances: int, steps: int) -> None:
+    peer = next((r for r in runs if r.case.framework == "peer"), None)
+    rows = []
+    for r in runs:
+        ratio, target = "", ""
+        if peer is not None and r is not peer:
+            ratio = f"{r.cpu_per_step_ms / peer.cpu_per_step_ms:.2f}x"
+            target = f"≤ {TARGET[r.case.label]}x"
+        tail_target = "≤ 0.3 s" if r.case.framework == "mimo" and not r.case.recording else ""
+        rows.append([r.case.label, str(r.calls), f"{r.cpu_per_step_ms:.2f}", ratio, target,
+                     f"{r.first_request_s:.2f}", f"{r.tail_s:.2f}", tail_target, f"{r.tree.maxrss_mb:.0f}",
+                     f"{r.tree.exited - r.tree.started:.1f}", str(r.tree.leftovers)])
+    print_table(f"whole process tree, {instances} instances × {steps} `{STEP_COMMAND}` steps + submit, 1 worker, "
+                "scripted server at 0 latency",
+                ["run", "calls", "CPU/step ms", "× peer", "target", "start→1st request s", "exit tail s",
+                 "target", "peak RSS MB", "wall s", "left running"], rows)
+
+
+def _growth_table(runs: list[CaseRun], long: int) -> None:
+    rows = []
+    for r in runs:
+        early, late = r.step_cost_ms(10, 30), r.step_cost_ms(190, 210)
+        rows.append([r.case.label, f"{early:.2f}", f"{late:.2f}", f"{late / early:.2f}", "≤ 1.20"])
+    print_table(f"whole-tree CPU per step within a {long}-step rollout (/proc at each request; calls 10→30 "
+                "and 190→210, median of the rollouts)",
+                ["run", "around step 20 ms", "around step 200 ms", "ratio", "target"], rows)
+
+
+def _env_command_cpu(root: Path, sandbox: str, n: int = 200) -> tuple[float, float, float]:
+    """Per `execute(echo)` on a started LocalEnvironment: this process's CPU, its children's, wall (ms)."""
     from mimo_core.config import EnvironmentConfig
     from mimo_core.environments.base import SandboxSpec
     from mimo_core.environments.local import LocalEnvironment
+
+    def children() -> float:
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
 
     env = LocalEnvironment(SandboxSpec(cwd="/testbed", timeout=10.0),
                            EnvironmentConfig(sandbox=sandbox, backend_kwargs={"root": str(root / f"env-{sandbox}")}))
@@ -43,46 +78,44 @@ def _env_command_cpu(root: Path, sandbox: str, n: int = 200) -> tuple[float, flo
     try:
         for _ in range(5):
             env.execute(STEP_COMMAND)
-        c0, w0 = time.process_time(), time.perf_counter()
+        c0, k0, w0 = time.process_time(), children(), time.perf_counter()
         for _ in range(n):
             env.execute(STEP_COMMAND)
-        return (time.process_time() - c0) / n * 1e3, (time.perf_counter() - w0) / n * 1e3
+        return ((time.process_time() - c0) / n * 1e3, (children() - k0) / n * 1e3,
+                (time.perf_counter() - w0) / n * 1e3)
     finally:
         env.stop()
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--steps", type=int, default=50, help="echo steps before the submit")
-    p.add_argument("--rollouts", type=int, default=5, help="measured rollouts per framework (median)")
+    p.add_argument("--instances", type=int, default=20)
+    p.add_argument("--steps", type=int, default=20, help="echo steps before the submit")
+    p.add_argument("--long", type=int, default=220, help="steps of the long rollouts (growth table; 0: skip)")
+    p.add_argument("--long-rollouts", type=int, default=3)
     p.add_argument("--no-peer", action="store_true", help="ours only")
+    p.add_argument("--no-bwrap", action="store_true", help="skip the bwrap case")
     args = p.parse_args()
 
-    chosen = frameworks(args.no_peer)
-    rows = []
+    cases = _cases(args.no_peer, not args.no_bwrap)
+    print(f"overhead · {machine()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="mimo-bench-") as tmp:
         root = Path(tmp)
-        for fw in chosen:
-            long = _measure(fw, args.steps, args.rollouts, root)
-            short = _measure(fw, SHORT, args.rollouts, root)
-            cpu, wall, child = _per_step(long, args.rollouts)
-            calls_long, calls_short = long.calls / args.rollouts, short.calls / args.rollouts
-            marginal = (median(long.cpu) - median(short.cpu)) / (calls_long - calls_short) * 1e3
-            fixed = median(short.cpu) * 1e3 - marginal * calls_short
-            name = "mimoagent" if fw == "mimo" else "mini-swe-agent 2.4.6"
-            rows.append([name, f"{calls_long:.0f}", f"{cpu:.2f}", f"{marginal:.2f}", f"{fixed:.0f}",
-                         f"{wall:.2f}", f"{child:.2f}", ",".join(sorted(set(long.statuses)))])
+        runs = []
+        for case in cases:
+            run_case(case, root / "warmup", 1, 1)
+            runs.append(run_case(case, root, args.instances, args.steps))
+        _main_table(runs, args.instances, args.steps)
+        if args.long:
+            long_cases = [c for c in cases if c.label in ("mimoagent, recording off", PEER)]
+            _growth_table([run_case(c, root / "long", args.long_rollouts, args.long, sample_cpu=True)
+                           for c in long_cases], args.long)
         env_rows = [["none", *(f"{x:.2f}" for x in _env_command_cpu(root, "none"))]]
         if shutil.which("bwrap"):
             env_rows.append(["bwrap", *(f"{x:.2f}" for x in _env_command_cpu(root, "bwrap"))])
-
-    print(f"overhead · {machine()}")
-    print_table(f"framework CPU per agent step (scripted server at 0 latency, `{STEP_COMMAND}`, "
-                f"median of {args.rollouts} rollouts; target ≤ 2.5 ms)",
-                ["framework", "calls", "CPU/step ms", "marginal ms", "fixed ms/rollout", "wall/step ms",
-                 "shell CPU/step ms", "exit"], rows)
-    print_table(f"LocalEnvironment.execute(`{STEP_COMMAND}`), this process only, 200 calls",
-                ["sandbox", "CPU/command ms", "wall/command ms"], env_rows)
+    print_table(f"LocalEnvironment.execute(`{STEP_COMMAND}`), 200 calls",
+                ["sandbox", "CPU/command ms (bench process)", "children CPU/command ms", "wall/command ms"],
+                env_rows)
 
 
 if __name__ == "__main__":

@@ -33,8 +33,11 @@ STEP_COMMAND = "echo hi"
 
 # -- the scripted server, in its own process ------------------------------------------------------------
 
-def _responder(flavor: str, steps: int, arrivals: Path | None) -> Any:
-    """`steps` bash calls running `echo`, then the framework's way to submit; arrivals are logged."""
+def _responder(flavor: str, steps: int, arrivals: Path | None, watch: Path | None = None) -> Any:
+    """`steps` bash calls running `echo`, then the framework's way to submit. Each arrival is logged as
+    `monotonic call_number [tree_cpu]`: the call's number within its rollout and, when `watch` names a
+    file holding the runner's pid, the CPU its whole process tree has used so far."""
+    from bench.tree import tree_cpu
     from tests.scripted_llm import call, turns
 
     submit = call("submit") if flavor == "mimo" else call("bash", command=PEER_SUBMIT)
@@ -44,7 +47,11 @@ def _responder(flavor: str, steps: int, arrivals: Path | None) -> Any:
     log = arrivals.open("a", buffering=1)
 
     def responder(req: Any) -> Any:
-        log.write(f"{time.monotonic():.6f}\n")  # CLOCK_MONOTONIC is system-wide: comparable across processes
+        t = time.monotonic()  # CLOCK_MONOTONIC is system-wide: comparable across processes
+        line = f"{t:.6f} {req.n_assistant_turns + 1}"
+        if watch is not None and watch.exists() and (pid := watch.read_text().strip()):
+            line += f" {tree_cpu(int(pid)):.3f}"
+        log.write(line + "\n")
         return script(req)
 
     return responder
@@ -58,9 +65,10 @@ def _serve(argv: list[str]) -> None:
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--latency", type=float, default=0.0)
     p.add_argument("--arrivals", type=Path, default=None)
+    p.add_argument("--watch", type=Path, default=None, help="file holding the runner's pid: note its tree CPU")
     args = p.parse_args(argv)
-    arrivals = args.arrivals
-    with ScriptedLLM(_responder(args.flavor, args.steps, arrivals), latency=args.latency) as server:
+    responder = _responder(args.flavor, args.steps, args.arrivals, args.watch)
+    with ScriptedLLM(responder, latency=args.latency) as server:
         print(server.url, flush=True)
         sys.stdin.read()  # serve until the parent closes our stdin
 
@@ -68,7 +76,8 @@ def _serve(argv: list[str]) -> None:
 class ServerProcess:
     """`with ServerProcess("mimo", steps=50) as s:` s.url; s.arrivals() lists request arrival times."""
 
-    def __init__(self, flavor: str, steps: int, latency: float = 0.0, log_dir: Path | None = None):
+    def __init__(self, flavor: str, steps: int, latency: float = 0.0, log_dir: Path | None = None,
+                 watch: Path | None = None):
         self.argv = [sys.executable, "-m", "bench.common", "serve", "--flavor", flavor, "--steps", str(steps),
                      "--latency", str(latency)]
         self.arrivals_file = None
@@ -76,6 +85,8 @@ class ServerProcess:
             self.arrivals_file = log_dir / f"arrivals-{flavor}-{time.monotonic_ns()}.txt"
             self.arrivals_file.touch()
             self.argv += ["--arrivals", str(self.arrivals_file)]
+        if watch is not None:
+            self.argv += ["--watch", str(watch)]
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
 
@@ -102,9 +113,13 @@ class ServerProcess:
         return self.url + "/v1"
 
     def arrivals(self) -> list[float]:
+        return [a[0] for a in self.arrival_rows()]
+
+    def arrival_rows(self) -> list[tuple[float, ...]]:
+        """(monotonic, call number[, tree CPU]) per request, in arrival order."""
         if self.arrivals_file is None:
             return []
-        return [float(line) for line in self.arrivals_file.read_text().split()]
+        return [tuple(float(x) for x in line.split()) for line in self.arrivals_file.read_text().splitlines()]
 
 
 # -- the task and our config ----------------------------------------------------------------------------

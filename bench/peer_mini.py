@@ -56,10 +56,12 @@ def main() -> None:
     p.add_argument("--rollouts", type=int, default=1)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--workdir", type=Path, required=True)
+    p.add_argument("--warmup", type=int, default=1, help="unmeasured rollouts first (0 when measured from outside)")
     args = p.parse_args()
     config = get_config_from_spec("mini.yaml")
 
-    _rollout(args, config, "warmup")
+    for i in range(args.warmup):
+        _rollout(args, config, f"warmup{i}")
     cpu, wall, child, results = [], [], [], []
     if args.workers == 1:
         for i in range(args.rollouts):
