@@ -1,8 +1,8 @@
 """Shared pieces of the benchmarks: the scripted server in its own process, the task, the two drivers.
 
 The server runs in a separate process so that its CPU never counts as the framework's. Each framework
-runs in a fresh process of its own (ours: `bench.mimo_driver` in this venv; the peer: `bench/peer_mini.py`
-under mini-swe-agent's venv), which measures itself and prints one JSON line.
+runs in a fresh process of its own (ours: the `mimoagent` console script; the peer: `bench/peer_mini.py`
+under mini-swe-agent's venv), measured from outside over its whole process tree (bench/tree.py).
 
 Run as `python -m bench.common serve ...` to start only the server (what `ServerProcess` does).
 """
@@ -18,7 +18,6 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -180,41 +179,6 @@ def peer_env(config_dir: Path) -> dict[str, str]:
     return {**_base_env(), "MSWEA_CONFIGURED": "true", "MSWEA_SILENT_STARTUP": "1",
             "MSWEA_GLOBAL_CONFIG_DIR": str(config_dir), "MSWEA_COST_TRACKING": "ignore_errors",
             "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-
-
-# -- drivers --------------------------------------------------------------------------------------------
-
-@dataclass
-class DriverRun:
-    """One driver process's figures: per-rollout CPU and wall (sequential) or a batch wall (workers)."""
-
-    cpu: list[float]
-    wall: list[float]
-    child_cpu: list[float]
-    calls: int
-    statuses: list[str]
-
-
-def run_driver(framework: str, base_url: str, workdir: Path, steps: int, rollouts: int, workers: int = 1) -> DriverRun:
-    """Run our framework or the peer in a fresh process: one warm-up rollout, then the measured ones."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    common = ["--steps", str(steps), "--rollouts", str(rollouts), "--workers", str(workers),
-              "--workdir", str(workdir)]
-    if framework == "mimo":
-        argv = [sys.executable, "-m", "bench.mimo_driver", "--base-url", base_url, *common]
-        env = mimo_env()
-    else:
-        py = peer_python()
-        if py is None:
-            raise RuntimeError("mini-swe-agent is not installed")
-        argv = [str(py), str(REPO / "bench" / "peer_mini.py"), "--base-url", base_url, "--model",
-                f"openai/{MODEL}", "--api-key", API_KEY, *common]
-        env = peer_env(workdir / "mswea-config")
-    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"{framework} driver failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return DriverRun(**json.loads(lines[-1]))
 
 
 # -- printing -------------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 mini-swe-agent's `DefaultAgent` with its builtin `mini.yaml` (tool-calling `LitellmModel`, local
 environment), pointed at the scripted server as `openai/<model>` with `api_base`. Parallel rollouts use a
-thread pool, as its `mini-extra swebench` runner does. Measured like `bench/mimo_driver.py`: one warm-up
-rollout, then `time.process_time()` of this process; prints one JSON line.
+thread pool, as its `mini-extra swebench` runner does. By default one warm-up
+rollout (`--warmup 0` when measured from outside, as bench/whole.py does); prints one JSON line.
 """
 
 from __future__ import annotations
