@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from mimo_core.datasets.base import EnvFactory, Task
+from mimo_core.datasets.base_repo import prepared_base
 from mimo_core.datasets.paths import TASK_CWD_LABEL, PathMap, path_map
 from mimo_core.environments.base import Environment, ExecResult, SandboxSpec
 from mimo_core.errors import DatasetError, SandboxError
@@ -127,6 +128,10 @@ class RepoDatasetType:
                            "create the work folders")
         if isinstance(task, RepoTask):
             if not made.output.strip():
+                prepared = prepared_base(task)
+                if prepared is not None:  # files + base commit made once per task on the host: a copy here
+                    env.copy_in(prepared, cwd)
+                    return
                 self._seed(env, task, cwd)
             if task.setup_script:
                 self.run_script(env, task, task.setup_script, "setup", check=True)
