@@ -20,10 +20,16 @@ class SandboxError(MimoError):
 
 
 class ModelError(MimoError):
-    """Base for errors from a model endpoint. `exit_status` is the rollout's exit status when it ends one."""
+    """Base for errors from a model endpoint. `exit_status` is the rollout's exit status when it ends one.
+
+    `request` / `request_json` / `response` hold the failing call (credentials scrubbed), so the agent can
+    save it beside the successful ones."""
 
     exit_status = "model_error"
     infra = True
+    request: dict | None = None
+    request_json: str | None = None
+    response: dict | None = None
 
 
 class ModelAuthError(ModelError):
@@ -39,6 +45,21 @@ class ModelBadRequestError(ModelError):
 class ContextWindowError(ModelError):
     exit_status = "context_window"
     infra = False
+
+
+class ModelEndpointError(ModelError):
+    """No such endpoint or model (HTTP 404/405): a setup problem, reported at once and never graded as the
+    model's 0; a rerun does the rollout again."""
+
+    exit_status = "model_error"
+    infra = True
+
+
+class ModelInterrupted(ModelError):
+    """The run was stopped (Ctrl-C / SIGTERM) while a model call was in flight."""
+
+    exit_status = "interrupted"
+    infra = True
 
 
 class ModelRetriesExhausted(ModelError):

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from mimo_core.agents.base import AgentContext, AgentResult, ExitStatus
-from mimo_core.agents.templates import render
+from mimo_core.agents.templates import prompt_cwd, render
 from mimo_core.config import AgentConfig
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
@@ -38,7 +38,7 @@ class DefaultAgent:
         self.cancel = cancel
 
     def initial_messages(self, task: Task, env: Environment) -> list[Message]:
-        variables = {**task.template_vars(), "cwd": env.spec.cwd}
+        variables = {**task.template_vars(), "cwd": prompt_cwd(env)}
         return [
             Message(role="system", content=render(self.config.system_template, variables, "agent.system_template")),
             Message(role="user", content=render(self.config.instance_template, variables, "agent.instance_template")),
@@ -74,8 +74,10 @@ class DefaultAgent:
             if (limit := self._limit_reached(state)) is not None:
                 return limit, None
             try:
-                resp = self.model.query(messages, self.schemas)
+                resp = self.model.query(messages, self.schemas, cancel=self.cancel)
             except ModelError as e:
+                if e.request is not None:  # the failing call is evidence too: saved like any other
+                    ctx.record_call(state.steps + 1, e.request, e.response or {}, e.request_json)
                 return ExitStatus(e.exit_status), f"{type(e).__name__}: {e}"
             state.steps += 1
             state.add(resp)
@@ -118,9 +120,11 @@ class DefaultAgent:
         if tool is None:
             return f"Error: unknown tool {call.name!r}. Available tools: {sorted(self.tools)}.", False, True
         try:
-            args = json.loads(call.arguments) if call.arguments.strip() else {}
+            # strict=False: grammar-constrained servers emit raw newlines inside JSON strings.
+            args = json.loads(call.arguments, strict=False) if call.arguments.strip() else {}
         except json.JSONDecodeError as e:
-            return f"Error: the arguments of {call.name} are not valid JSON ({e.msg}). Send a JSON object.", False, True
+            return f"Error: the arguments of {call.name} are not valid JSON: {_where(e)}. Send a JSON object.", \
+                False, True
         if not isinstance(args, dict):
             return f"Error: the arguments of {call.name} must be a JSON object.", False, True
         try:
@@ -155,6 +159,12 @@ class _LoopState:
             finish_reason=resp.finish_reason, token_ids=resp.token_ids,
             prompt_token_ids=resp.prompt_token_ids, logprobs=resp.logprobs,
         ))
+
+
+def _where(e: json.JSONDecodeError) -> str:
+    """The parse error with its place: line, column and the text around it."""
+    near = e.doc[max(e.pos - 20, 0):e.pos + 20]
+    return f"{e.msg} at line {e.lineno} column {e.colno} (near {near!r})"
 
 
 def _describe(msg: Message) -> str:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mimo_core.agents.default import DefaultAgent
+from mimo_core.agents.templates import prompt_cwd
 from mimo_core.config import AgentConfig, JudgeAgentConfig, redact
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
@@ -47,7 +48,7 @@ class JudgeAgent(DefaultAgent):
     def initial_messages(self, task: Task, env: Environment) -> list[Message]:
         from mimo_core.agents.templates import render
 
-        variables = {**task.template_vars(), "cwd": env.spec.cwd, "rubrics": rubric_block(self.items),
+        variables = {**task.template_vars(), "cwd": prompt_cwd(env), "rubrics": rubric_block(self.items),
                      "verdict_format": VERDICT_FORMAT}
         return [
             Message(role="system", content=render(self.config.system_template, variables,

@@ -18,6 +18,14 @@ def _compile(source: str) -> jinja2.Template:
     return _ENV.from_string(source)
 
 
+def prompt_cwd(env: Any) -> str:
+    """The working directory as the task declares it (`/app`), never the host folder a local sandbox maps
+    it to (`/tmp/mimo-…/work`): host paths stay out of what the model sees."""
+    from mimo_core.datasets.paths import TASK_CWD_LABEL
+
+    return env.spec.labels.get(TASK_CWD_LABEL) or getattr(env, "task_cwd", None) or env.spec.cwd
+
+
 def render(source: str, variables: dict[str, Any], where: str) -> str:
     try:
         return _compile(source).render(**variables)

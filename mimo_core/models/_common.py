@@ -8,14 +8,17 @@ a peer framework's CPU per step. Auth, base URL, headers and timeouts still come
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 from urllib.parse import urlsplit
 
 from mimo_core.config import ModelConfig, PricingConfig
+from mimo_core.errors import ModelError, ModelInterrupted
 from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.base import ModelResponse, Usage
-from mimo_core.models.retry import call_with_retry
+from mimo_core.models.retry import UnusableReply, call_with_retry
+from mimo_core.models.secrets import client_secrets, scrub
 
 # Keys that configure the SDK client rather than the request body (and never enter `request`).
 CLIENT_KEYS = frozenset({
@@ -67,6 +70,7 @@ class ProtocolModel:
         self.client = client
         self.request_kwargs = request_kwargs
         self.endpoint_host = host_of(client.base_url)
+        self.secrets = client_secrets(client)
 
     def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:
         raise NotImplementedError
@@ -75,17 +79,60 @@ class ProtocolModel:
         """Fill `out` (message, usage, finish_reason, token ids, logprobs) from the raw response body."""
         raise NotImplementedError
 
+    def problem(self, data: dict[str, Any]) -> str | None:
+        """Why a 200 body is not a reply of this protocol (None: it is one)."""
+        raise NotImplementedError
+
     def _post(self, payload: bytes) -> Any:
         return self.client.post(self.path, content=payload, cast_to=object)
 
-    def query(self, messages: list[Message], tools: list[ToolSchema]) -> ModelResponse:
+    def _usable(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            snippet = scrub(str(data)[:200], self.secrets)
+            raise UnusableReply(f"HTTP 200 but the body is not JSON: {snippet!r}")
+        why = self.problem(data)
+        if why is not None:
+            raise UnusableReply(f"HTTP 200 but {why}: {scrub(_dumps(data)[:200], self.secrets)}")
+        return data
+
+    def _post_interruptibly(self, payload: bytes, cancel: threading.Event | None) -> dict[str, Any]:
+        """The post runs on a helper thread while this one watches `cancel`: a Ctrl-C need not wait for
+        the request timeout. An abandoned request ends on its own (the thread is a daemon)."""
+        if cancel is None:
+            return self._usable(self._post(payload))
+        if cancel.is_set():
+            raise ModelInterrupted(f"model {self.name}: interrupted")
+        box: list[Any] = []
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                box.append((True, self._post(payload)))
+            except BaseException as e:  # noqa: BLE001 - handed back to the calling thread
+                box.append((False, e))
+            done.set()
+
+        threading.Thread(target=work, name="model-call", daemon=True).start()
+        while not done.wait(0.1):
+            if cancel.is_set():
+                raise ModelInterrupted(f"model {self.name}: interrupted during a call")
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return self._usable(value)
+
+    def query(self, messages: list[Message], tools: list[ToolSchema],
+              cancel: threading.Event | None = None) -> ModelResponse:
         body = self.build_body(messages, tools)
         text = _dumps(body)
         payload = text.encode()
         start = time.perf_counter()
-        data, attempts = call_with_retry(lambda: self._post(payload), self.cfg.retry, self.name)
-        if not isinstance(data, dict):
-            data = {"raw": data}
+        try:
+            data, attempts = call_with_retry(lambda: self._post_interruptibly(payload, cancel), self.cfg.retry,
+                                             self.name, secrets=self.secrets, cancel=cancel)
+        except ModelError as e:
+            e.request, e.request_json = body, text
+            raise
         out = ModelResponse.model_construct(
             message=Message(role="assistant"), usage=Usage(), latency_s=time.perf_counter() - start,
             cost=0.0, attempts=attempts, finish_reason=None, token_ids=None, prompt_token_ids=None,

@@ -21,7 +21,7 @@ DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; profiles usua
 def _tool_input(arguments: str) -> Any:
     """The `input` object of a replayed tool_use; malformed JSON is replayed as the raw text under `_raw`."""
     try:
-        value = json.loads(arguments) if arguments else {}
+        value = json.loads(arguments, strict=False) if arguments else {}
     except json.JSONDecodeError:
         return {"_raw": arguments}
     return value if isinstance(value, dict) else {"_raw": arguments}
@@ -76,6 +76,11 @@ class AnthropicModel(ProtocolModel):
             body["tools"] = [tool_to_anthropic(t) for t in tools]
         body.update(self.request_kwargs)
         return body
+
+    def problem(self, data: dict[str, Any]) -> str | None:
+        if not isinstance(data.get("content"), list):
+            return "the reply has no content list"
+        return None
 
     def parse(self, data: dict[str, Any], out: ModelResponse) -> None:
         texts: list[str] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -43,4 +44,7 @@ class Model(Protocol):
     name: str
     protocol: str
 
-    def query(self, messages: list[Message], tools: list[ToolSchema]) -> ModelResponse: ...
+    def query(self, messages: list[Message], tools: list[ToolSchema],
+              cancel: threading.Event | None = None) -> ModelResponse:
+        """`cancel` set (Ctrl-C / SIGTERM) ends a call in flight with ModelInterrupted."""
+        ...

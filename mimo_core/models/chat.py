@@ -15,7 +15,12 @@ from mimo_core.models.base import ModelResponse, Usage
 
 
 def message_to_chat(m: Message) -> dict[str, Any]:
-    return m.to_openai(wire=True)
+    """Content is always a string: strict servers (llama-cpp-python's request models) reject the
+    `content: null` the spec allows beside tool calls, with an HTTP 500 on every later request."""
+    out = m.to_openai(wire=True)
+    if out["content"] is None:
+        out["content"] = ""
+    return out
 
 
 def _token_ids_from_logprobs(entries: list[dict[str, Any]]) -> list[int] | None:
@@ -41,6 +46,12 @@ class ChatModel(ProtocolModel):
             body["tools"] = [t.to_openai() for t in tools]
         body.update(self.request_kwargs)
         return body
+
+    def problem(self, data: dict[str, Any]) -> str | None:
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            return "the reply has no choices"
+        return None
 
     def parse(self, data: dict[str, Any], out: ModelResponse) -> None:
         choices = data.get("choices") or [{}]

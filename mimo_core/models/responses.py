@@ -54,6 +54,11 @@ class ResponsesModel(ProtocolModel):
         body.update(self.request_kwargs)
         return body
 
+    def problem(self, data: dict[str, Any]) -> str | None:
+        if not isinstance(data.get("output"), list):
+            return "the reply has no output list"
+        return None
+
     def parse(self, data: dict[str, Any], out: ModelResponse) -> None:
         texts: list[str] = []
         thoughts: list[str] = []

@@ -1,16 +1,20 @@
 """Retries for model calls: exponential backoff with full jitter, `Retry-After` honoured, bounded attempts.
 
-Transient failures (429, 5xx, connection errors, timeouts) are retried; failures that would fail the
-same way again (auth, bad request, context window) are mapped to their own error class at once, since
-each ends the rollout with its own exit status. Works on both SDKs' exception types by duck typing, so
-this module imports neither.
+Transient failures (429, 5xx, connection errors, timeouts, an HTTP 200 whose body is not a usable reply)
+are retried; failures that would fail the same way again (auth, bad request, no such endpoint, context
+window, a 4xx/5xx whose body is the server's request-validation error) are mapped to their own error
+class at once, since each ends the rollout with its own exit status. Every message is scrubbed of the
+client's credentials before it leaves this module. Works on both SDKs' exception types by duck typing,
+so this module imports neither.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import random
 import re
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -20,9 +24,12 @@ from mimo_core.errors import (
     ContextWindowError,
     ModelAuthError,
     ModelBadRequestError,
+    ModelEndpointError,
     ModelError,
+    ModelInterrupted,
     ModelRetriesExhausted,
 )
+from mimo_core.models.secrets import scrub
 
 T = TypeVar("T")
 
@@ -31,7 +38,18 @@ _CONTEXT_WORDING = re.compile(
     r"|input is too long|exceeds the model's|reduce the length",
     re.I,
 )
+# What pydantic/FastAPI servers (llama-cpp-python, vLLM, SGLang...) say when the request body fails
+# their schema. Such a request fails the same way every time, whatever the status code (some say 500).
+_VALIDATION_WORDING = re.compile(
+    r"validation error|Input should be|Field required|field required|Extra inputs are not permitted"
+    r"|is not of type|string_type|missing_argument|\"loc\"\s*:",
+)
 _CONNECTION_CLASSES = frozenset({"APIConnectionError", "APITimeoutError"})
+
+
+class UnusableReply(Exception):
+    """An HTTP 200 whose body is not a reply of the protocol (an HTML page from a proxy, JSON without
+    choices): the endpoint's fault, so it is retried like a 5xx and ends as `model_error`."""
 
 
 def _status(exc: BaseException) -> int | None:
@@ -48,6 +66,34 @@ def _is_connection_error(exc: BaseException) -> bool:
 def _error_text(exc: BaseException) -> str:
     body = getattr(exc, "body", None)
     return f"{exc} {body!r}" if body is not None else str(exc)
+
+
+def server_message(exc: BaseException) -> str:
+    """The server's own words: `error.message` / FastAPI's `detail`, else the exception text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+        if body.get("detail"):
+            return json.dumps(body["detail"], ensure_ascii=False) if not isinstance(body["detail"], str) \
+                else body["detail"]
+    return str(exc)
+
+
+def error_body(exc: BaseException, secrets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What a failing call's record keeps as its response: status and the server's body, scrubbed."""
+    body = getattr(exc, "body", None)
+    text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, default=str)
+    return {"error": {"status": _status(exc), "type": type(exc).__name__,
+                      "message": _short(scrub(str(exc), secrets), 2000),
+                      "body": _short(scrub(text, secrets), 20000) if body is not None else None}}
+
+
+def _short(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def retry_after(exc: BaseException) -> float | None:
@@ -74,17 +120,28 @@ def retry_after(exc: BaseException) -> float | None:
         return max(parsed.timestamp() - time.time(), 0.0)
 
 
-def classify(exc: BaseException, model: str) -> ModelError | None:
+def classify(exc: BaseException, model: str, secrets: tuple[str, ...] = ()) -> ModelError | None:
     """Map an SDK exception to a final error, or None if it is worth retrying."""
+    if isinstance(exc, UnusableReply):
+        return None
     status = _status(exc)
     if status is None:
-        return None if _is_connection_error(exc) else ModelError(f"model {model}: {type(exc).__name__}: {exc}")
-    text = _error_text(exc)
-    short = text if len(text) <= 500 else text[:500] + "..."
+        if _is_connection_error(exc):
+            return None
+        return ModelError(scrub(f"model {model}: {type(exc).__name__}: {exc}", secrets))
+    text = scrub(_error_text(exc), secrets)
+    short = _short(text)
     if status in (400, 413, 422) and _CONTEXT_WORDING.search(text):
         return ContextWindowError(f"model {model}: context window exceeded (HTTP {status}): {short}")
     if status in (401, 403):
         return ModelAuthError(f"model {model}: authentication failed (HTTP {status}): {short}")
+    if status in (404, 405):
+        return ModelEndpointError(
+            f"model {model}: no such endpoint or model (HTTP {status}); check model.model_kwargs.base_url and "
+            f"model.model_name: {short}")
+    if status >= 400 and _VALIDATION_WORDING.search(text):
+        said = _short(scrub(server_message(exc), secrets))
+        return ModelBadRequestError(f"model {model}: the server rejected the request body (HTTP {status}): {said}")
     if status == 408 or status == 409 or status == 429 or status >= 500:
         return None
     return ModelBadRequestError(f"model {model}: request rejected (HTTP {status}): {short}")
@@ -96,21 +153,34 @@ def backoff(attempt: int, cfg: RetryConfig) -> float:
 
 
 def call_with_retry(fn: Callable[[], T], cfg: RetryConfig, model: str,
-                    sleep: Callable[[float], None] = time.sleep) -> tuple[T, int]:
-    """Run `fn` until it succeeds; return (result, attempts). Raises a ModelError subclass otherwise."""
+                    sleep: Callable[[float], None] = time.sleep, secrets: tuple[str, ...] = (),
+                    cancel: threading.Event | None = None) -> tuple[T, int]:
+    """Run `fn` until it succeeds; return (result, attempts). Raises a ModelError subclass otherwise;
+    `ModelInterrupted` as soon as `cancel` is set (the wait between attempts is cut short too)."""
     attempts = max(cfg.max_attempts, 1)
     last: BaseException | None = None
     for attempt in range(1, attempts + 1):
         try:
             return fn(), attempt
+        except ModelError:
+            raise
         except Exception as exc:  # noqa: BLE001 - every SDK failure is classified below
-            final = classify(exc, model)
+            final = classify(exc, model, secrets)
             if final is not None:
-                raise final from exc
+                final.response = error_body(exc, secrets)
+                raise final from None
             last = exc
         if attempt < attempts:
             wait = retry_after(last)
-            sleep(min(wait, cfg.max_delay) if wait is not None else backoff(attempt, cfg))
+            delay = min(wait, cfg.max_delay) if wait is not None else backoff(attempt, cfg)
+            if cancel is None:
+                sleep(delay)
+            elif cancel.wait(delay):
+                raise ModelInterrupted(f"model {model}: interrupted while waiting to retry")
     status = _status(last) if last is not None else None
     what = f"HTTP {status}" if status is not None else type(last).__name__
-    raise ModelRetriesExhausted(f"model {model}: gave up after {attempts} attempts (last: {what}: {last})") from last
+    err = ModelRetriesExhausted(scrub(f"model {model}: gave up after {attempts} attempts (last: {what}: {last})",
+                                      secrets))
+    if last is not None:
+        err.response = error_body(last, secrets)
+    raise err from None

@@ -7,7 +7,13 @@ import time
 import pytest
 
 from mimo_core.config import RetryConfig
-from mimo_core.errors import ContextWindowError, ModelAuthError, ModelBadRequestError, ModelRetriesExhausted
+from mimo_core.errors import (
+    ContextWindowError,
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelEndpointError,
+    ModelRetriesExhausted,
+)
 from mimo_core.models.retry import backoff
 from tests.models.helpers import PROTOCOLS, model_for, start_messages
 from tests.scripted_llm import Reply, ScriptedLLM, turns
@@ -82,7 +88,7 @@ class _Fixed:
 
 
 @pytest.mark.parametrize("status,error", [(401, ModelAuthError), (403, ModelAuthError),
-                                          (400, ModelBadRequestError), (404, ModelBadRequestError),
+                                          (400, ModelBadRequestError), (404, ModelEndpointError),
                                           (422, ModelBadRequestError)])
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_client_errors_are_not_retried(scripted_llm, protocol, status, error):
