@@ -17,10 +17,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from mimo_core.agents.cli import CLI_AGENTS
 from mimo_core.errors import ConfigError
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
-AGENT_TYPES = ("default", "oracle", "judge")
+AGENT_TYPES = ("default", "oracle", "judge", *CLI_AGENTS)
 ENVIRONMENT_CLASSES = ("local", "docker")  # or "package.module:Class" for a backend of your own
 _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.I)
 REDACTED = "***"
@@ -48,6 +49,13 @@ class AgentConfig(_Strict):
     time_limit: float = 0.0  # seconds of wall time for the agent loop; 0 = unlimited
     max_format_errors: int = 3  # consecutive malformed tool calls before the rollout ends
     observation_max_chars: int = 10000  # longer tool output keeps head + tail
+    # Blackbox CLI agents only (agent.type claude-code, codex, ...): see mimo_core/agents/cli/.
+    version: str | None = None  # the CLI's pinned version; None = the adapter's default
+    allow_latest: bool = False  # `version: latest` is refused unless this is set
+    install_env: dict[str, str] = Field(default_factory=dict)  # mirrors: NPM_REGISTRY, PIP_INDEX_URL, ...
+    payload_path: str | None = None  # an archive from `mimoagent payload build`: install with no network
+    payload_url: str | None = None  # the same archive fetched from a URL (http, https, file)
+    cli_args: list[str] = Field(default_factory=list)  # extra flags appended to the CLI's command line
 
     @field_validator("type")
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import traceback
 from pathlib import Path
@@ -34,6 +35,14 @@ class RolloutRecorder:
         req = request_json if request_json is not None else json.dumps(request, ensure_ascii=False)
         text = f'{{"step": {step}, "request": {req}, "response": {json.dumps(response, ensure_ascii=False)}}}'
         atomic_write_text(self.msgs_dir / f"step_{step:04d}.json", text, durable=False)
+
+    def keep_file(self, rel_path: str, data: bytes) -> None:
+        """A file an agent wants kept beside its trajectory (a CLI agent's native session log)."""
+        target = self.dir / rel_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        part = target.with_name(target.name + ".part")
+        part.write_bytes(data)
+        os.replace(part, target)
 
     def close(self) -> None:
         self._log.close()

@@ -74,6 +74,8 @@ def count_assistant_turns(protocol: str, body: dict[str, Any]) -> int:
                 turns += 1
             in_assistant = is_assistant
         return turns
+    if protocol == "gemini":
+        return sum(1 for c in body.get("contents", ()) if c.get("role") == "model")
     return sum(1 for m in body.get("messages", ()) if m.get("role") == "assistant")
 
 
@@ -202,7 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b"{}"
         path = self.path.split("?", 1)[0]
-        protocol = _PATHS.get(path)
+        protocol = _PATHS.get(path) or _gemini_route(path)
+        stream_path = path.endswith(":streamGenerateContent")
         if protocol is None:
             self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
             return
@@ -235,8 +238,30 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as e:  # a broken responder should fail the test loudly, not hang the client
             self._send(500, _error_body(protocol, 500, f"responder raised {type(e).__name__}: {e}"))
             return
-        render = _RENDER[protocol]
-        self._send(200, render(reply, body, llm.next_id()))
+        n = llm.next_id()
+        if body.get("stream") or stream_path:
+            self._send_stream(protocol, reply, body, n)
+            return
+        self._send(200, _RENDER[protocol](reply, body, n))
+
+    def _send_stream(self, protocol: str, reply: Reply, body: dict[str, Any], n: int) -> None:
+        """Server-sent events with chunked encoding, as the streaming APIs send them (scripted_stream.py)."""
+        from mimo_core.testing import scripted_stream as ss
+
+        frames = {
+            "anthropic": lambda: ss.anthropic_events(reply, body, n),
+            "chat": lambda: ss.chat_events(reply, body, n),
+            "responses": lambda: ss.responses_events(reply, body, n, _render_responses(reply, body, n)),
+            "gemini": lambda: ss.gemini_events(reply, body, n),
+        }[protocol]()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for frame in frames:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+        self.wfile.write(b"0\r\n\r\n")
 
 
 def _error_body(protocol: str, status: int, message: str | None = None) -> dict[str, Any]:
@@ -346,4 +371,18 @@ def _render_anthropic(reply: Reply, body: dict[str, Any], n: int) -> dict[str, A
     }
 
 
-_RENDER = {"chat": _render_chat, "responses": _render_responses, "anthropic": _render_anthropic}
+def _gemini_route(path: str) -> str | None:
+    """Gemini puts the model and the method in the path: /v1beta/models/<model>:generateContent."""
+    return "gemini" if path.endswith((":generateContent", ":streamGenerateContent")) else None
+
+
+def _render_gemini(reply: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
+    from mimo_core.testing.scripted_stream import gemini_events, sse_payloads
+
+    [*chunks] = sse_payloads(gemini_events(reply, body, n))
+    parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+    return {**chunks[-1], "candidates": [{**chunks[-1]["candidates"][0], "content": {"role": "model", "parts": parts}}]}
+
+
+_RENDER = {"chat": _render_chat, "responses": _render_responses, "anthropic": _render_anthropic,
+           "gemini": _render_gemini}

@@ -5,12 +5,13 @@ from __future__ import annotations
 import threading
 
 from mimo_core.agents.base import Agent
+from mimo_core.agents.cli import CLI_AGENTS
 from mimo_core.config import MimoConfig, ModelConfig
 from mimo_core.datasets.base import DatasetType
 from mimo_core.errors import ConfigError
 from mimo_core.models.base import Model
 
-KNOWN_AGENTS = ("default", "oracle")
+KNOWN_AGENTS = ("default", "oracle", *CLI_AGENTS)
 _models: dict[str, object] = {}
 _models_lock = threading.Lock()
 
@@ -40,4 +41,8 @@ def make_agent(
         from mimo_core.agents.oracle import OracleAgent
 
         return OracleAgent(dataset_type)
+    if kind in CLI_AGENTS:
+        from mimo_core.agents.cli.runner import make_cli_agent
+
+        return make_cli_agent(kind, config.agent, config.model)
     raise ConfigError(f"agent.type: unknown agent type {kind!r}; known: {list(KNOWN_AGENTS)}")

@@ -1,0 +1,61 @@
+"""Where a CLI install comes from (registry, payload file, payload URL) and how a sandbox gets it.
+
+Local sandboxes share the host's files, so they run the cached install in place (bubblewrap binds the
+host read-only). Other backends get the install folder copied in, once per sandbox, under /opt.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from mimo_core.agents.cli import install, payload
+from mimo_core.agents.cli.spec import CliSpec
+from mimo_core.config import AgentConfig
+from mimo_core.environments.base import Environment
+from mimo_core.errors import SandboxError
+
+IN_SANDBOX_ROOT = "/opt/mimoagent-cli"
+
+
+def obtain(spec: CliSpec, version: str, cfg: AgentConfig, log: Callable[[str], None]) -> Path:
+    """The host folder holding `spec` at `version`: from the payload when one is configured, else the
+    registry (through the config's mirrors), cached per version either way."""
+    if cfg.payload_path:
+        return payload.unpack(Path(cfg.payload_path).expanduser(), spec, version)
+    if cfg.payload_url:
+        return payload.unpack(payload.download(cfg.payload_url, log), spec, version)
+    return install.ensure_installed(spec, version, cfg.install_env, log)
+
+
+def shares_host_files(env: Environment) -> bool:
+    from mimo_core.environments.local import LocalEnvironment
+
+    return isinstance(env, LocalEnvironment)
+
+
+def place(env: Environment, host_dir: Path, spec: CliSpec, version: str) -> str:
+    """The install's path as the sandbox sees it."""
+    if shares_host_files(env):
+        return str(host_dir)
+    target = f"{IN_SANDBOX_ROOT}/{spec.name}-{version}"
+    if env.execute(f"test -x {shlex.quote(target)}/bin/{spec.name}", timeout=60).returncode == 0:
+        return target
+    env.execute(f"mkdir -p {shlex.quote(target)}", timeout=60)
+    env.copy_in(host_dir, target)
+    check = env.execute(f"{shlex.quote(target)}/bin/{spec.name} --version", timeout=120)
+    if check.returncode != 0:
+        raise SandboxError(f"{spec.package}@{version} does not start in the sandbox: {check.output.strip()[-300:]}")
+    return target
+
+
+def proxy_address(env: Environment) -> tuple[str, str]:
+    """(host the sandbox dials, address the proxy binds). Containers reach the host on their gateway."""
+    if shares_host_files(env):
+        return "127.0.0.1", "127.0.0.1"
+    gateway = getattr(env, "host_gateway", None)
+    if callable(gateway):
+        host = gateway()
+        return host, host
+    return "127.0.0.1", "127.0.0.1"

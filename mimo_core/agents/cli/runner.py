@@ -1,0 +1,172 @@
+"""The Agent behind every CLI adapter: install (pinned), place in the sandbox, run headless through the
+recording proxy, keep the native log, convert it, and return the same AgentResult as the default agent."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from typing import Any
+
+from mimo_core.agents.base import AgentContext, AgentResult, ExitStatus
+from mimo_core.agents.cli import install, placement
+from mimo_core.agents.cli.proxy import RecordingProxy
+from mimo_core.agents.cli.spec import CliRun, CliSpec, Conversation, system_prompt_from_request, tools_from_request
+from mimo_core.agents.templates import render
+from mimo_core.config import AgentConfig, ModelConfig
+from mimo_core.datasets.base import Task
+from mimo_core.environments.base import Environment
+from mimo_core.errors import ConfigError
+from mimo_core.messages import Message
+from mimo_core.models.base import Usage
+
+NO_TIME_LIMIT = 7 * 24 * 3600.0
+_DEFAULT_ENDPOINTS = {  # where each protocol's SDK goes when the config names no base URL
+    "anthropic": ("ANTHROPIC_BASE_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+    "gemini": ("GEMINI_BASE_URL", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY"),
+    "chat": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+    "responses": ("OPENAI_BASE_URL", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+}
+
+
+def endpoint(spec: CliSpec, model: ModelConfig) -> tuple[str, str]:
+    """(base URL, key) of the model block, with the protocol's usual variables as the fallback."""
+    url_var, default_url, key_var = _DEFAULT_ENDPOINTS[spec.protocol]
+    kwargs = model.model_kwargs
+    url = str(kwargs.get("base_url") or os.environ.get(url_var) or default_url)
+    key = str(kwargs.get("api_key") or kwargs.get("auth_token") or os.environ.get(key_var) or "")
+    return url, key
+
+
+class _Recorder:
+    """Hands each proxied call to the rollout and remembers the first request (tools, system prompt)."""
+
+    def __init__(self, ctx: AgentContext) -> None:
+        self.ctx = ctx
+        self.first: dict[str, Any] | None = None
+        self.last_status: int | None = None
+        self.lock = threading.Lock()
+
+    def __call__(self, step: int, request: dict[str, Any], response: dict[str, Any]) -> None:
+        with self.lock:
+            if self.first is None and (request.get("tools") or request.get("messages") or request.get("input")):
+                self.first = request
+            self.last_status = response.get("_http_status", 200)
+        self.ctx.record_call(step, request, response)
+
+
+class CliAgent:
+    def __init__(self, spec: CliSpec, agent: AgentConfig, model: ModelConfig) -> None:
+        self.spec = spec
+        self.config = agent
+        self.model = model
+        self.version = install.resolve_version(spec, agent.version, agent.allow_latest)
+
+    def run(self, task: Task, env: Environment, ctx: AgentContext) -> AgentResult:
+        spec, cfg = self.spec, self.config
+        prompt = render(cfg.instance_template, {**task.template_vars(), "cwd": env.spec.cwd}, "agent.instance_template")
+        host_dir = placement.obtain(spec, self.version, cfg, ctx.log)
+        home = placement.place(env, host_dir, spec, self.version)
+        state = f"{env.scratch_dir.rstrip('/')}/{spec.name}"
+        env.execute(f"mkdir -p {shlex.quote(state)}", timeout=60)
+        prompt_file = f"{state}/prompt.txt"
+        env.write_file(prompt_file, prompt.encode())
+        upstream, key = endpoint(spec, self.model)
+        recorder = _Recorder(ctx)
+        proxy_host, bind = placement.proxy_address(env)
+        with RecordingProxy(upstream, recorder, self.model.pricing, bind=bind,
+                            timeout=self.model.retry.timeout) as proxy:
+            run = CliRun(name=spec.name, home=home, state_dir=state, prompt_file=prompt_file, workdir=env.spec.cwd,
+                         base_url=proxy.url(proxy_host), api_key=key, model_name=self.model.model_name,
+                         step_limit=cfg.step_limit, extra_args=cfg.cli_args)
+            for path, text in spec.setup_files(run).items():
+                env.write_file(path, text.encode())
+            command = (f"{spec.command(run)} > {shlex.quote(state + '/stdout.log')}"
+                       f" 2> {shlex.quote(state + '/stderr.log')}")
+            ctx.log(f"{spec.name} {self.version}: {command}")
+            result = env.execute(command, timeout=cfg.time_limit or NO_TIME_LIMIT, cwd=env.spec.cwd,
+                                 env=spec.env(run))
+        stdout = _read(env, f"{state}/stdout.log")
+        stderr = _read(env, f"{state}/stderr.log")
+        files = self._keep_logs(env, state, stdout, stderr, ctx)
+        try:
+            conv = spec.convert(stdout, files, run)
+        except Exception as e:  # a log we cannot read is recorded, not fatal: the calls are in agent_msgs
+            ctx.log(f"{spec.name}: could not convert the native log: {type(e).__name__}: {e}")
+            conv = Conversation(error=f"native log not converted: {e}")
+        status, error = _status(result.timed_out, result.returncode, conv, recorder, proxy, stderr, cfg)
+        ctx.log(f"{spec.name} exited {result.returncode} after {result.duration_s:.1f}s: {status.value}"
+                + (f" ({error})" if error else ""))
+        return self._result(status, error, conv, prompt, recorder, proxy)
+
+    def _keep_logs(self, env: Environment, state: str, stdout: str, stderr: str, ctx: AgentContext) -> dict[str, str]:
+        """Native logs go under the rollout folder (agent_logs/), before the sandbox goes away."""
+        files: dict[str, str] = {}
+        globs = " ".join(self.spec.session_globs)
+        if globs:
+            listing = env.execute(f"cd {shlex.quote(state)} && ls -1d {globs} 2>/dev/null", timeout=60)
+            for rel in listing.output.split():
+                files[rel] = _read(env, f"{state}/{rel}")
+        keep = getattr(ctx, "keep_file", None)
+        if keep is not None:
+            keep("agent_logs/stdout.log", stdout.encode())
+            keep("agent_logs/stderr.log", stderr.encode())
+            for rel, text in files.items():
+                keep(f"agent_logs/session/{rel}", text.encode())
+        return files
+
+    def _result(self, status: ExitStatus, error: str | None, conv: Conversation, prompt: str, recorder: _Recorder,
+                proxy: RecordingProxy) -> AgentResult:
+        first = recorder.first or {}
+        protocol = self.spec.protocol
+        system = system_prompt_from_request(protocol, first)
+        head = ([Message(role="system", content=system)] if system else []) + [Message(role="user", content=prompt)]
+        usage = proxy.usage
+        return AgentResult(
+            exit_status=status, error=error, messages=[m.to_openai() for m in head + conv.messages],
+            tools=[t.to_openai() for t in tools_from_request(protocol, first)], calls=proxy.calls,
+            steps=len(proxy.calls) or conv.steps, usage=usage if proxy.calls else Usage(),
+            cost=sum(c.cost for c in proxy.calls),
+        )
+
+
+def _read(env: Environment, path: str) -> str:
+    try:
+        return env.read_file(path).decode("utf-8", errors="replace")
+    except (OSError, FileNotFoundError):
+        return ""
+    except Exception:  # backends raise their own errors for a missing file
+        return ""
+
+
+def _status(timed_out: bool, returncode: int, conv: Conversation, recorder: _Recorder, proxy: RecordingProxy,
+            stderr: str, cfg: AgentConfig) -> tuple[ExitStatus, str | None]:
+    if timed_out:
+        return ExitStatus.TIME_LIMIT, f"agent.time_limit: the CLI ran past {cfg.time_limit:g}s and was killed"
+    if conv.step_limit_hit:
+        return ExitStatus.STEP_LIMIT, f"agent.step_limit: the CLI stopped at its turn limit ({cfg.step_limit})"
+    failed = returncode != 0 or conv.error is not None
+    if failed and proxy.errors:
+        return ExitStatus.MODEL_ERROR, f"model endpoint unreachable through the proxy: {proxy.errors[-1]}"
+    if failed and recorder.last_status not in (None, 200):
+        code = recorder.last_status or 0
+        if code in (401, 403):
+            return ExitStatus.MODEL_AUTH_ERROR, f"the endpoint refused the credentials (HTTP {code})"
+        if code == 400 or code == 404 or code == 422:
+            return ExitStatus.MODEL_BAD_REQUEST, f"the endpoint rejected the request (HTTP {code})"
+        return ExitStatus.MODEL_ERROR, f"the endpoint kept failing (HTTP {code})"
+    if returncode != 0:
+        tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-1:] or ["no stderr"]
+        return ExitStatus.AGENT_ERROR, f"the CLI exited with code {returncode}: {tail[0][:300]}"
+    if conv.error:
+        return ExitStatus.AGENT_ERROR, conv.error
+    return ExitStatus.SUBMITTED, None
+
+
+def make_cli_agent(kind: str, agent: AgentConfig, model: ModelConfig) -> CliAgent:
+    from mimo_core.agents.cli import spec_for
+
+    spec = spec_for(kind)
+    if spec is None:
+        raise ConfigError(f"agent.type: unknown CLI agent {kind!r}")
+    return CliAgent(spec, agent, model)

@@ -1,0 +1,61 @@
+"""claude-code end to end: installed pinned from npm, run headless against the scripted server speaking
+streaming Anthropic Messages, edits the task's file with its own tools, graded Pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mimo_core.results import ResultsStore
+from mimo_core.trajectory import Trajectory
+from tests.cli_agents.conftest import needs_npm, write_cli_config
+from tests.core.conftest import SECRET, run_cli, write_dataset
+from tests.scripted_llm import Reply, call, turns
+
+READ_EDIT_DONE = turns(
+    Reply(content="Let me look.", tool_calls=[("Read", {"file_path": "greeting.txt"})], reasoning="read first"),
+    call("Edit", file_path="greeting.txt", old_string="hello", new_string="goodbye"),
+    Reply(content="greeting.txt now says goodbye."),
+)
+
+
+def test_claude_code_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> None:
+    needs_npm()
+    scripted_llm.set_responder(READ_EDIT_DONE)
+    data = write_dataset(tmp_path)
+    cfg = write_cli_config(tmp_path, "claude", "claude-code", "anthropic")
+    out = tmp_path / "out"
+    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm, "anthropic", timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    [record] = ResultsStore(out).load().values()
+    rollout = out / record.output_dir
+    assert (record.exit_status, record.passed) == ("submitted", True), (rollout / "instance.log").read_text()
+    assert record.agent_type == "claude-code" and record.steps == 3
+
+    traj = Trajectory.model_validate_json((rollout / "traj.json").read_text())
+    roles = [m["role"] for m in traj.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    first = traj.messages[2]
+    assert first["reasoning_content"] == "read first" and first["content"] == "Let me look."
+    assert first["tool_calls"][0]["function"]["name"] == "Read"
+    assert json.loads(traj.messages[4]["tool_calls"][0]["function"]["arguments"])["new_string"] == "goodbye"
+    assert "hello" in traj.messages[3]["content"] and traj.messages[3]["name"] == "Read"
+    assert {"Bash", "Edit", "Read"} <= {t["function"]["name"] for t in traj.tools}
+    assert traj.usage.prompt_tokens == 30 and traj.usage.completion_tokens == 15 and traj.cost > 0
+    assert "+goodbye" in (traj.submission or "")
+
+    # agent_msgs/: every call the server saw, stream reassembled into one response
+    steps = sorted((rollout / "agent_msgs").iterdir())
+    assert len(steps) == len(scripted_llm.requests) == 3
+    last = json.loads(steps[-1].read_text())
+    assert last["request"]["stream"] is True
+    assert last["request"]["messages"][-1]["content"][0]["type"] == "tool_result"
+    assert last["response"]["content"] == [{"type": "text", "text": "greeting.txt now says goodbye."}]
+    # the native log is kept beside the trajectory
+    sessions = list((rollout / "agent_logs" / "session").rglob("*.jsonl"))
+    assert len(sessions) == 1 and "goodbye" in sessions[0].read_text()
+    assert '"type":"result"' in (rollout / "agent_logs" / "stdout.log").read_text().replace(" ", "")
+
+    assert all(SECRET in r.headers.get("x-api-key", "") for r in scripted_llm.requests)
+    leaked = [str(p) for p in out.rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
+    assert leaked == []
