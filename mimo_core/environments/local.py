@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from mimo_core.environments.base import ExecResult, SandboxSpec
 from mimo_core.environments.task_cwd import bwrap_root_args, bwrap_task_cwd_args, missing_cwd_note, sandbox_path
+from mimo_core.environments.tool_path import tool_path
 from mimo_core.errors import SandboxError
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class LocalEnvironment:
                 raise SandboxError(f"seed_dir {seed} is not a folder (task {self.spec.labels or ''})")
             shutil.copytree(seed, work, symlinks=True, dirs_exist_ok=True)
         self._env = {k: os.environ[k] for k in _INHERITED if k in os.environ}
-        self._env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+        self._env["PATH"] = tool_path(self._env.get("PATH"))
         self._env.update(_QUIET, HOME=self.home)
         self._env.update(self.spec.env)
         if self.sandbox == "bwrap":

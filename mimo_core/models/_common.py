@@ -63,8 +63,14 @@ class ProtocolModel:
 
     protocol: str = ""
     path: str = ""
+    output_cap_key: str = ""  # this protocol's name for the output-token cap
 
     def __init__(self, cfg: ModelConfig, client: Any, request_kwargs: dict[str, Any]):
+        # `max_output_tokens` is the cap in every protocol's profile; each sends it under its own name.
+        if "max_output_tokens" in request_kwargs and self.output_cap_key != "max_output_tokens":
+            request_kwargs = dict(request_kwargs)
+            cap = request_kwargs.pop("max_output_tokens")
+            request_kwargs.setdefault(self.output_cap_key, cap)
         self.cfg = cfg
         self.name = cfg.model_name
         self.client = client

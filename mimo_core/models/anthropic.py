@@ -65,6 +65,7 @@ def tool_to_anthropic(t: ToolSchema) -> dict[str, Any]:
 
 class AnthropicModel(ProtocolModel):
     protocol = "anthropic"
+    output_cap_key = "max_tokens"
     path = "/v1/messages"
 
     def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ def _token_ids_from_logprobs(entries: list[dict[str, Any]]) -> list[int] | None:
 
 class ChatModel(ProtocolModel):
     protocol = "chat"
+    output_cap_key = "max_completion_tokens"
     path = "/chat/completions"
 
     def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:

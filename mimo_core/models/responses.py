@@ -39,6 +39,7 @@ def tool_to_responses(t: ToolSchema) -> dict[str, Any]:
 
 class ResponsesModel(ProtocolModel):
     protocol = "responses"
+    output_cap_key = "max_output_tokens"
     path = "/responses"
 
     def __init__(self, cfg: ModelConfig, client: Any, request_kwargs: dict[str, Any]):
