@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from mimo_core.results import atomic_write_text
+from mimo_core.agent_msgs import StepWriter
 
 
 class RolloutRecorder:
@@ -19,6 +18,7 @@ class RolloutRecorder:
         self.dir = rollout_dir
         self.msgs_dir = rollout_dir / "agent_msgs"
         self.msgs_dir.mkdir(parents=True, exist_ok=True)
+        self._steps = StepWriter(self.msgs_dir)
         self._log = open(rollout_dir / "instance.log", "a", buffering=1)  # noqa: SIM115 - lives as long as the rollout
 
     def log(self, text: str) -> None:
@@ -30,11 +30,9 @@ class RolloutRecorder:
     def record_call(
         self, step: int, request: dict[str, Any], response: dict[str, Any], request_json: str | None = None
     ) -> None:
-        """The exact request messages and the response of one call: a training sample. The request is
-        the largest part and grows every step, so its already-encoded text is reused when given."""
-        req = request_json if request_json is not None else json.dumps(request, ensure_ascii=False)
-        text = f'{{"step": {step}, "request": {req}, "response": {json.dumps(response, ensure_ascii=False)}}}'
-        atomic_write_text(self.msgs_dir / f"step_{step:04d}.json", text, durable=False)
+        """The exact request and the response of one call: a training sample, written as the delta from
+        the previous call's request (mimo_core/agent_msgs.py), so a rollout's writes stay linear."""
+        self._steps.record(step, request, response, request_json)
 
     def keep_file(self, rel_path: str, data: bytes) -> None:
         """A file an agent wants kept beside its trajectory (a CLI agent's native session log)."""

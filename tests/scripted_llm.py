@@ -53,6 +53,7 @@ class Request:
     path: str
     body: dict[str, Any]
     headers: dict[str, str]  # lower-cased names
+    raw: bytes = b""  # the body exactly as received
 
     @property
     def n_assistant_turns(self) -> int:
@@ -214,7 +215,7 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             self._send(400, _error_body(protocol, 400, "request body is not JSON"))
             return
-        req = Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()})
+        req = Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()}, raw)
         llm._record(req)
         inj = llm._take_injection()
         if inj is not None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mimo_core.agent_msgs import read_step
 from mimo_core.results import ResultsStore
 from mimo_core.trajectory import Trajectory
 from tests.core.conftest import SECRET, run_cli, write_config, write_dataset
@@ -42,8 +43,8 @@ def test_rollout_edits_file_submits_and_passes(protocol: str, workdir: Path, scr
     assert len(traj.calls) == 3 and traj.usage.prompt_tokens == 30 and traj.cost > 0
     assert sorted(p.name for p in (rollout / "agent_msgs").iterdir()) == [
         "step_0001.json", "step_0002.json", "step_0003.json"]
-    step3 = json.loads((rollout / "agent_msgs" / "step_0003.json").read_text())
-    assert step3["request"] and step3["response"]
+    step3 = read_step(rollout / "agent_msgs", 3)
+    assert step3.request["model"] == "scripted-model" and step3.response
     assert json.loads((rollout / "reward_extra_info.json").read_text())["reward"] == 1.0
     assert "submitted" in (rollout / "instance.log").read_text()
     assert "pass rate" in proc.stdout and "100.0%" in proc.stdout
