@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mimo_core.agent_msgs import iter_steps
 from mimo_core.results import ResultsStore
 from mimo_core.trajectory import Trajectory
 from tests.cli_agents.conftest import needs_npm, write_cli_config
@@ -45,12 +46,13 @@ def test_claude_code_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> 
     assert "+goodbye" in (traj.submission or "")
 
     # agent_msgs/: every call the server saw, stream reassembled into one response
-    steps = sorted((rollout / "agent_msgs").iterdir())
-    assert len(steps) == len(scripted_llm.requests) == 3
-    last = json.loads(steps[-1].read_text())
-    assert last["request"]["stream"] is True
-    assert last["request"]["messages"][-1]["content"][0]["type"] == "tool_result"
-    assert last["response"]["content"] == [{"type": "text", "text": "greeting.txt now says goodbye."}]
+    calls = list(iter_steps(rollout / "agent_msgs"))
+    assert len(calls) == len(scripted_llm.requests) == 3
+    assert [c.request for c in calls] == [json.loads(r.raw) for r in scripted_llm.requests]
+    last = calls[-1]
+    assert last.request["stream"] is True
+    assert last.request["messages"][-1]["content"][0]["type"] == "tool_result"
+    assert last.response["content"] == [{"type": "text", "text": "greeting.txt now says goodbye."}]
     # the native log is kept beside the trajectory
     sessions = list((rollout / "agent_logs" / "session").rglob("*.jsonl"))
     assert len(sessions) == 1 and "goodbye" in sessions[0].read_text()
