@@ -5,7 +5,7 @@
 1. Registering 100,000 instance partitions (`register`: one storage call, only new keys) in a fresh
    SQLite instance.
 2. A `--partitions` CLI run against the scripted LLM at zero latency on the local environment (one
-   submit per rollout), with the Dagster recorder off (the core alone) and on; the ratio of wall times
+   submit per rollout), with the Dagster observer off (the core alone) and on; the ratio of wall times
    is what the bookkeeping costs (it runs on a background thread; `finish` waits for its tail).
 3. `dagster-webserver` on that instance after step 1 added 100,000 instances: wall time for headless
    Chromium to load and render the graded_results partitions page, beside the same page at the
@@ -39,8 +39,8 @@ def _cli_run(args: list[str], env: dict[str, str]) -> float:
 
 
 def bookkeeping(work: Path, n: int, workers: int, home: Path) -> tuple[float, float]:
-    from tests.dagster.conftest import write_named_config, write_tasks
-    from tests.scripted_llm import ScriptedLLM, call, turns
+    from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
+    from mimo_core.testing.tasks import write_named_config, write_tasks
 
     work.mkdir(parents=True, exist_ok=True)
     data = write_tasks(work, n)
@@ -48,7 +48,7 @@ def bookkeeping(work: Path, n: int, workers: int, home: Path) -> tuple[float, fl
     with ScriptedLLM(turns(call("submit"))) as server:
         env = {**os.environ, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": "k",
                "DAGSTER_HOME": str(home), "MIMOAGENT_OUTPUT_ROOT": str(work / "store")}
-        env.pop("MIMOAGENT_RECORDERS", None)
+        env.pop("MIMOAGENT_OBSERVERS", None)
         base = ["-c", str(cfg), "--dataset", str(data), "--workers", str(workers)]
         core = _cli_run([*base, "-o", str(work / "core")], {**env, "MIMOAGENT_DAGSTER": "0"})
         with_dagster = _cli_run([*base, "-o", str(work / "dagster")], env)
@@ -68,7 +68,7 @@ def register_partitions(count: int, home: Path) -> float:
 
 
 def _chromium_seconds(url: str) -> tuple[float, str]:
-    from tests.infra import chromium
+    from mimo_core.testing import chromium
 
     t0 = time.perf_counter()
     html = chromium.dump_dom(url, budget_ms=5000, timeout=600)

@@ -5,7 +5,7 @@
 1. Container start + first command: `DockerEnvironment.start()` then `execute("true")`, and `stop()`.
 2. Rollouts per minute through the real CLI on the demo dataset (configs/demo_docker.yaml), with the
    default agent against the scripted LLM server (3 bash steps, then submit), for each worker count.
-The engine and base image come from tests/infra/dockerd.py (started here if needed).
+The engine and base image come from mimo_core/testing/dockerd.py (started here if needed).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def bench_start(n: int) -> None:
     from mimo_core.config import EnvironmentConfig
     from mimo_core.environments.base import SandboxSpec
     from mimo_core.environments.docker import DockerEnvironment
-    from tests.infra.dockerd import BASE_IMAGE
+    from mimo_core.testing.dockerd import BASE_IMAGE
 
     rows: dict[str, list[float]] = {"start": [], "first command": [], "start+first": [], "next command": [],
                                     "write+read file": [], "stop": []}
@@ -64,7 +64,7 @@ def bench_start(n: int) -> None:
 
 
 def bench_rollouts(workers: list[int], per_row: int) -> None:
-    from tests.scripted_llm import ScriptedLLM, call, turns
+    from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
 
     n_rows = len(DEMO.read_text().splitlines())
     script = turns(call("bash", command="ls"), call("bash", command="git status --short"),
@@ -74,7 +74,7 @@ def bench_rollouts(workers: list[int], per_row: int) -> None:
     print(f"{'workers':>8} {'rollouts':>9} {'wall s':>8} {'per min':>8}")
     with ScriptedLLM(script) as server:
         env = {**os.environ, "OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "sk-bench",
-               "MIMOAGENT_MODEL_NAME": "scripted-model", "MIMOAGENT_RECORDERS": "0"}
+               "MIMOAGENT_MODEL_NAME": "scripted-model", "MIMOAGENT_OBSERVERS": "0"}
         for w in workers:
             out = Path(tempfile.mkdtemp(prefix=f"mimo-bench-docker-{w}-"))
             t0 = time.perf_counter()
@@ -97,7 +97,7 @@ def main() -> None:
     p.add_argument("--rollouts-per-row", type=int, default=2)
     p.add_argument("--workers", type=int, nargs="+", default=[1, 4, 8])
     args = p.parse_args()
-    from tests.infra.dockerd import ensure_dockerd
+    from mimo_core.testing.dockerd import ensure_dockerd
 
     info = ensure_dockerd()
     os.environ["DOCKER_HOST"] = info.docker_host

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 from dagster import AssetMaterialization, OpExecutionContext, job, op
 
-from mimo_assets.feed import get_feed
+from mimo_assets.cli_recording.feed import get_feed
 from mimo_assets.runs import EvaluateConfig, execute, record_cli_run, run_tags
 from resources import ModelEndpoint, OutputStore, SandboxBackend
 

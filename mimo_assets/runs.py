@@ -11,8 +11,8 @@ from typing import Any
 from dagster import AssetMaterialization, Config, DagsterInstance
 from pydantic import Field
 
+from mimo_assets.cli_recording.feed import Feed
 from mimo_assets.engine import materializations, run_in_thread
-from mimo_assets.feed import Feed
 from mimo_assets.inputs import config_events, dataset_events, registered_configs, upstream
 from resources import ModelEndpoint, OutputStore, SandboxBackend
 
@@ -30,7 +30,7 @@ class EvaluateConfig(Config):
     redo_existing: bool = False
     recalc: str | None = None
     output_dir: str = Field(default="", description="default: <output root>/runs/<run name>")
-    feed: str = Field(default="", description="internal: set by the CLI recorder to record its run")
+    feed: str = Field(default="", description="internal: set by the CLI observer to record its run")
 
 
 def run_tags(extra: dict[str, str] | None = None) -> dict[str, str]:

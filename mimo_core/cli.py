@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     from mimo_core.batch import new_run_id, plan_jobs
     from mimo_core.config import load_configs, parse_override
     from mimo_core.datasets.loader import load_tasks, select_tasks
-    from mimo_core.recorders import load_recorders
+    from mimo_core.observers import load_observers
 
     _check_flags(args)
     configs = load_configs(args.config, [parse_override(o) for o in args.override_config])
@@ -121,14 +121,14 @@ def _run(args: argparse.Namespace) -> int:
 
         cleanup(stale_only=True)
     request = _request(args, configs, tasks, run_id)
-    recorders = load_recorders(request)
-    for r in recorders:
+    observers = load_observers(request)
+    for r in observers:
         r.start([{"instance_id": j.task.instance_id, "config_name": j.config.name, "rollout_index": j.rollout_index}
                  for j in jobs])
     try:
-        _run_with_progress(jobs, args.workers, recorders, args.recalc_input is not None)
+        _run_with_progress(jobs, args.workers, observers, args.recalc_input is not None)
     finally:
-        for r in recorders:
+        for r in observers:
             r.finish()
     _print_summary(output)
     return 0
@@ -161,7 +161,7 @@ def _request(args: argparse.Namespace, configs: list[Any], tasks: list[Any], run
     }
 
 
-def _run_with_progress(jobs: list[Any], workers: int, recorders: list[Any], recalc: bool) -> list[Any]:
+def _run_with_progress(jobs: list[Any], workers: int, observers: list[Any], recalc: bool) -> list[Any]:
     from mimo_core.batch import run_jobs
     from mimo_core.summary import Tally
 
@@ -178,7 +178,7 @@ def _run_with_progress(jobs: list[Any], workers: int, recorders: list[Any], reca
 
     def on_result(record: Any) -> None:
         tally.add(record)
-        for r in recorders:
+        for r in observers:
             r.record(record)
         if recalc:
             verdict = "Error" if record.infra_error else ("Pass" if record.passed else "Fail")

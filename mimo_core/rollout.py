@@ -25,8 +25,8 @@ from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.environments.base import Environment, SandboxSpec, make_environment
 from mimo_core.errors import ConfigError, MimoError, SandboxError
 from mimo_core.grading.grade import Grade
-from mimo_core.recorder import RolloutRecorder
 from mimo_core.results import ResultRecord, ResultsStore, write_json
+from mimo_core.rollout_files import RolloutFiles
 from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -96,7 +96,7 @@ class _Sandboxes:
         env.start()
         return env
 
-    def stop_all(self, rec: RolloutRecorder) -> None:
+    def stop_all(self, rec: RolloutFiles) -> None:
         for env in self.started:
             try:
                 env.stop()
@@ -118,7 +118,7 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     if not redo and final.exists():
         shutil.rmtree(final)
     work.mkdir(parents=True)
-    rec = RolloutRecorder(work)
+    rec = RolloutFiles(work)
     try:
         record = _run(job, work, rec, cancel)
     finally:
@@ -134,7 +134,7 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     return record
 
 
-def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutRecorder, cancel: threading.Event | None) -> ResultRecord:
+def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threading.Event | None) -> ResultRecord:
     task = job.task
     t0 = time.monotonic()
     timings = Timings(started_at=_now())
@@ -179,7 +179,7 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutRecorder, cancel: threa
 
 
 def _act(
-    job: RolloutJob, dtype: DatasetType, env: Environment, rec: RolloutRecorder, cancel: threading.Event | None
+    job: RolloutJob, dtype: DatasetType, env: Environment, rec: RolloutFiles, cancel: threading.Event | None
 ) -> tuple[AgentResult, str | None]:
     """Run the agent, or, for a recalc, put the reference/saved submission in place instead."""
     if job.recalc is None:
@@ -201,7 +201,7 @@ def _act(
     return AgentResult(exit_status=ExitStatus.RECALCULATED), submission
 
 
-def _judge(job: RolloutJob, env: Environment, rollout_dir: Path, rec: RolloutRecorder) -> dict[str, Any] | None:
+def _judge(job: RolloutJob, env: Environment, rollout_dir: Path, rec: RolloutFiles) -> dict[str, Any] | None:
     judge_cfg = job.config.config.environment.judge_agent
     if judge_cfg is None or job.task.rubric is None or not job.task.rubric.rubrics:
         return None
@@ -214,7 +214,7 @@ def _judge(job: RolloutJob, env: Environment, rollout_dir: Path, rec: RolloutRec
 
 def _grade(
     dtype: DatasetType, env: Environment, task: Task, submission: str | None, sandboxes: _Sandboxes,
-    rec: RolloutRecorder,
+    rec: RolloutFiles,
 ) -> Grade:
     grade = dtype.grade(env, task, submission or "", sandboxes.new)
     rec.log(f"graded: reward={grade.reward} passed={grade.passed}"
@@ -242,7 +242,7 @@ def _model_info(job: RolloutJob) -> ModelInfo | None:
 
 
 def _write_outputs(
-    job: RolloutJob, rollout_dir: Path, rec: RolloutRecorder, agent: AgentResult, submission: str | None,
+    job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, agent: AgentResult, submission: str | None,
     grade: Grade | None, judge: dict[str, Any] | None, timings: Timings,
 ) -> ResultRecord:
     status = agent.exit_status

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.scripted_llm import ScriptedLLM, call, turns
+from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
 
 
 @pytest.fixture

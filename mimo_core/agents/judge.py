@@ -92,7 +92,7 @@ def run_judge(
     """Score the rubrics; the judge's own trajectory is written in the same schema as the agent's."""
     from mimo_core import __version__
     from mimo_core.agents.factory import shared_model
-    from mimo_core.recorder import RolloutRecorder
+    from mimo_core.rollout_files import RolloutFiles
     from mimo_core.tools.registry import read_only_tools
     from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
@@ -100,7 +100,7 @@ def run_judge(
     agent_cfg = judge_agent_config(config.agent)
     model = shared_model(config.model)
     agent = JudgeAgent(items, agent_cfg, model, read_only_tools())
-    rec = RolloutRecorder(out_dir)
+    rec = RolloutFiles(out_dir)
     started, t0 = datetime.now(UTC), time.monotonic()
     try:
         result = agent.run(task, env, rec)

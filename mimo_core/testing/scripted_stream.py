@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 try:
     from mimo_core.testing.scripted_llm import signature_for
 except ImportError:  # before shape-plan's move lands
-    from tests.scripted_llm import signature_for
+    from mimo_core.testing.scripted_llm import signature_for
 
 if TYPE_CHECKING:
     from mimo_core.testing.scripted_llm import Reply

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from mimo_core.agent_msgs import iter_steps
 from mimo_core.results import ResultsStore
+from mimo_core.testing.scripted_llm import Reply, call, turns
+from mimo_core.testing.tasks import write_tasks
 from mimo_core.trajectory import Trajectory
 from tests.cli_agents.conftest import needs_npm, write_cli_config
-from tests.core.conftest import SECRET, run_cli, write_dataset
-from tests.scripted_llm import Reply, call, turns
+from tests.core.conftest import SECRET, run_cli
 
 READ_EDIT_DONE = turns(
     Reply(content="Let me look.", tool_calls=[("Read", {"file_path": "greeting.txt"})], reasoning="read first"),
@@ -23,7 +24,7 @@ READ_EDIT_DONE = turns(
 def test_claude_code_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> None:
     needs_npm()
     scripted_llm.set_responder(READ_EDIT_DONE)
-    data = write_dataset(tmp_path)
+    data = write_tasks(tmp_path)
     cfg = write_cli_config(tmp_path, "claude", "claude-code", "anthropic")
     out = tmp_path / "out"
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm, "anthropic", timeout=900)

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.conftest import REPO, write_config, write_dataset
+from mimo_core.testing.tasks import write_config, write_tasks
+from tests.core.conftest import REPO
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MIMO_TEST_BASE_URL": "http://127.0.0.1:9/v1", "MIMO_TEST_API_KEY": "k",
-           "MIMOAGENT_RECORDERS": "0"}
+           "MIMOAGENT_OBSERVERS": "0"}
     return subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=60, env=env)
 
@@ -28,7 +29,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     (["--bogus"], "unrecognized arguments"),
 ])
 def test_bad_flags_give_one_line_and_exit_2(tmp_path: Path, extra: list[str], message: str) -> None:
-    data, cfg = write_dataset(tmp_path), write_config(tmp_path, "cfg")
+    data, cfg = write_tasks(tmp_path), write_config(tmp_path, "cfg")
     proc = _run("-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "o"), *extra)
     assert proc.returncode == 2
     assert message in proc.stderr
@@ -36,7 +37,7 @@ def test_bad_flags_give_one_line_and_exit_2(tmp_path: Path, extra: list[str], me
 
 
 def test_bad_config_names_file_and_key(tmp_path: Path) -> None:
-    data = write_dataset(tmp_path)
+    data = write_tasks(tmp_path)
     bad = tmp_path / "bad.yaml"
     bad.write_text("environment:\n  timeout: soon\n")
     proc = _run("-c", str(bad), "--dataset", str(data), "-o", str(tmp_path / "o"))

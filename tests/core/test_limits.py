@@ -10,8 +10,9 @@ from mimo_core.batch import plan_jobs, run_jobs
 from mimo_core.config import load_config
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.results import ResultRecord
-from tests.core.conftest import SECRET, base_url, write_config, write_dataset
-from tests.scripted_llm import Reply, call, turns
+from mimo_core.testing.scripted_llm import Reply, call, turns
+from mimo_core.testing.tasks import write_config, write_tasks
+from tests.core.conftest import SECRET, base_url
 
 BUSY = turns(call("bash", command="echo working"))  # never submits
 
@@ -19,7 +20,7 @@ BUSY = turns(call("bash", command="echo working"))  # never submits
 def run_inprocess(workdir: Path, server, monkeypatch, protocol: str = "chat", **agent: object) -> ResultRecord:
     monkeypatch.setenv("MIMO_TEST_BASE_URL", base_url(server, protocol))
     monkeypatch.setenv("MIMO_TEST_API_KEY", SECRET)
-    data = write_dataset(workdir)
+    data = write_tasks(workdir)
     config = load_config(write_config(workdir, "cfg", protocol=protocol, **agent))
     jobs = plan_jobs(load_tasks(str(data)), [config], 1, workdir / "out", "run-test")
     [record] = run_jobs(jobs)

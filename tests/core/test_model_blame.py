@@ -7,9 +7,9 @@ from pathlib import Path
 
 from mimo_core.batch import plan_jobs
 from mimo_core.results import ResultsStore
+from mimo_core.testing.scripted_llm import Reply, call, turns
 from tests.core.conftest import SECRET
 from tests.core.test_limits import run_inprocess
-from tests.scripted_llm import Reply, call, turns
 
 
 def test_a_404_is_not_a_graded_zero_and_the_failing_request_is_saved(workdir: Path, scripted_llm, monkeypatch):

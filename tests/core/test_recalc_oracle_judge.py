@@ -8,9 +8,10 @@ from pathlib import Path
 import yaml
 
 from mimo_core.results import ResultsStore
+from mimo_core.testing.scripted_llm import Reply, call, turns
+from mimo_core.testing.tasks import write_config, write_tasks
 from mimo_core.trajectory import Trajectory
-from tests.core.conftest import REPO, run_cli, write_config, write_dataset
-from tests.scripted_llm import Reply, call, turns
+from tests.core.conftest import REPO, run_cli
 
 DEMO = REPO / "examples" / "demo.jsonl"
 
@@ -30,7 +31,7 @@ def test_recalc_gt_passes_every_demo_instance(tmp_path: Path, scripted_llm) -> N
 
 
 def test_recalc_from_dir_regrades_saved_submissions(tmp_path: Path, scripted_llm) -> None:
-    data = write_dataset(tmp_path, n=2)
+    data = write_tasks(tmp_path, n=2)
     cfg = write_config(tmp_path, "cfg")
     scripted_llm.set_responder(turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
                                      call("submit")))
@@ -57,7 +58,7 @@ def test_recalc_from_dir_regrades_saved_submissions(tmp_path: Path, scripted_llm
 
 
 def test_recalc_into_its_own_source_is_refused(tmp_path: Path, scripted_llm) -> None:
-    data, cfg = write_dataset(tmp_path), write_config(tmp_path, "cfg")
+    data, cfg = write_tasks(tmp_path), write_config(tmp_path, "cfg")
     scripted_llm.set_responder(call("submit"))
     out = tmp_path / "out"
     assert run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm).returncode == 0
@@ -79,7 +80,7 @@ def test_oracle_agent_runs_the_reference_solution_as_a_rollout(tmp_path: Path, s
 
 
 def test_rubric_judge_scores_before_the_verifier(tmp_path: Path, scripted_llm) -> None:
-    data = write_dataset(tmp_path)
+    data = write_tasks(tmp_path)
     rows = [json.loads(line) for line in data.read_text().splitlines()]
     rows[0]["rubric"] = {"rubrics": ["greeting.txt says goodbye", "nothing else changed"]}
     data.write_text(json.dumps(rows[0]) + "\n")

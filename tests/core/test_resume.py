@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 from mimo_core.results import ResultsStore
-from tests.core.conftest import REPO, SECRET, base_url, run_cli, write_config, write_dataset
-from tests.scripted_llm import call, turns
+from mimo_core.testing.scripted_llm import call, turns
+from mimo_core.testing.tasks import write_config, write_tasks
+from tests.core.conftest import REPO, SECRET, base_url, run_cli
 
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
 
@@ -22,7 +23,7 @@ def _cli(data: Path, cfg: Path, out: Path, *extra: str) -> list[str]:
 
 def test_rerun_skips_finished_and_redo_existing_reruns(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(SOLVE)
-    data, cfg, out = write_dataset(workdir, n=3), write_config(workdir, "cfg"), workdir / "out"
+    data, cfg, out = write_tasks(workdir, n=3), write_config(workdir, "cfg"), workdir / "out"
     assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
     first = ResultsStore(out).load()
     n_requests = len(scripted_llm.requests)
@@ -39,7 +40,7 @@ def test_rerun_skips_finished_and_redo_existing_reruns(workdir: Path, scripted_l
 
 
 def test_infra_errors_are_rerun_on_resume(workdir: Path, scripted_llm) -> None:
-    data, cfg, out = write_dataset(workdir, n=2), write_config(workdir, "cfg"), workdir / "out"
+    data, cfg, out = write_tasks(workdir, n=2), write_config(workdir, "cfg"), workdir / "out"
     scripted_llm.inject(503, times=3)  # exhausts the first rollout's 3 attempts
     scripted_llm.set_responder(SOLVE)
     assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
@@ -54,9 +55,9 @@ def test_infra_errors_are_rerun_on_resume(workdir: Path, scripted_llm) -> None:
 def test_sigkill_loses_no_finished_rollout(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(SOLVE)
     scripted_llm.latency = 0.3  # 12 rollouts of 2 calls on 2 workers: ~4 s, the kill lands at ~1.5 s
-    data, cfg, out = write_dataset(workdir, n=12), write_config(workdir, "cfg"), workdir / "out"
+    data, cfg, out = write_tasks(workdir, n=12), write_config(workdir, "cfg"), workdir / "out"
     env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_RECORDERS": "0"}
+           "MIMOAGENT_OBSERVERS": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--workers", "2")],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     results = out / "results.jsonl"
@@ -87,14 +88,14 @@ def test_sigterm_stops_cleanly_and_resume_finishes(workdir: Path, scripted_llm) 
                                      call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
                                      call("submit")))
     scripted_llm.latency = 0.2
-    data, cfg, out = write_dataset(workdir, n=4), write_config(workdir, "cfg"), workdir / "out"
+    data, cfg, out = write_tasks(workdir, n=4), write_config(workdir, "cfg"), workdir / "out"
     sandboxes = workdir / "sandboxes"
     sandboxes.mkdir()
     doc = yaml.safe_load(cfg.read_text())
     doc["environment"]["backend_kwargs"] = {"root": str(sandboxes)}
     cfg.write_text(yaml.safe_dump(doc))
     env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_RECORDERS": "0"}
+           "MIMOAGENT_OBSERVERS": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--workers", "2")],
                             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -115,14 +116,14 @@ def test_sigterm_stops_cleanly_and_resume_finishes(workdir: Path, scripted_llm) 
 
 def test_a_killed_redo_keeps_the_finished_rollout(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(SOLVE)
-    data, cfg, out = write_dataset(workdir, n=1), write_config(workdir, "cfg"), workdir / "out"
+    data, cfg, out = write_tasks(workdir, n=1), write_config(workdir, "cfg"), workdir / "out"
     assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
     [before] = ResultsStore(out).load().values()
     traj = (out / before.output_dir / "traj.json").read_text()
     scripted_llm.set_responder(turns(call("bash", command="true")))  # the redo never finishes by itself
     scripted_llm.latency = 0.1
     env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_RECORDERS": "0"}
+           "MIMOAGENT_OBSERVERS": "0"}
     n0 = len(scripted_llm.requests)
     proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--redo-existing")],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

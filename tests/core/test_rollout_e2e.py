@@ -9,9 +9,10 @@ import pytest
 
 from mimo_core.agent_msgs import read_step
 from mimo_core.results import ResultsStore
+from mimo_core.testing.scripted_llm import Reply, call, turns
+from mimo_core.testing.tasks import write_config, write_tasks
 from mimo_core.trajectory import Trajectory
-from tests.core.conftest import SECRET, run_cli, write_config, write_dataset
-from tests.scripted_llm import Reply, call, turns
+from tests.core.conftest import SECRET, run_cli
 
 EDIT_THEN_SUBMIT = turns(
     Reply(tool_calls=[("bash", {"command": "cat greeting.txt"})], reasoning="look first"),
@@ -23,7 +24,7 @@ EDIT_THEN_SUBMIT = turns(
 @pytest.mark.parametrize("protocol", ["chat", "responses", "anthropic"])
 def test_rollout_edits_file_submits_and_passes(protocol: str, workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(EDIT_THEN_SUBMIT)
-    data = write_dataset(workdir)
+    data = write_tasks(workdir)
     cfg = write_config(workdir, f"cfg_{protocol}", protocol=protocol)
     out = workdir / "out"
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm, protocol)
@@ -52,7 +53,7 @@ def test_rollout_edits_file_submits_and_passes(protocol: str, workdir: Path, scr
 
 def test_api_key_is_sent_but_never_written(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(EDIT_THEN_SUBMIT)
-    data = write_dataset(workdir)
+    data = write_tasks(workdir)
     cfg = write_config(workdir, "cfg")
     out = workdir / "out"
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm)
@@ -69,7 +70,7 @@ def test_api_key_is_sent_but_never_written(workdir: Path, scripted_llm) -> None:
 
 def test_num_rollouts_gives_independent_rollout_dirs(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(EDIT_THEN_SUBMIT)
-    data = write_dataset(workdir, n=2)
+    data = write_tasks(workdir, n=2)
     cfg = write_config(workdir, "cfg")
     out = workdir / "out"
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--num-rollouts", "3",
@@ -85,7 +86,7 @@ def test_num_rollouts_gives_independent_rollout_dirs(workdir: Path, scripted_llm
 
 def test_ab_configs_are_assigned_reproducibly_and_recorded(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(EDIT_THEN_SUBMIT)
-    data = write_dataset(workdir, n=8)
+    data = write_tasks(workdir, n=8)
     a, b = write_config(workdir, "arm_a"), write_config(workdir, "arm_b")
     names = []
     for run in ("one", "two"):

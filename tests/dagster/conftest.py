@@ -3,7 +3,6 @@ the scripted LLM, and a model that passes under config `good` and fails under co
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -12,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.core.conftest import EVAL, REPO, SECRET, write_config
-from tests.scripted_llm import Reply, Request, ScriptedLLM, call
+from mimo_core.testing.scripted_llm import Reply, Request, ScriptedLLM, call
+from tests.core.conftest import REPO, SECRET
 
 EDIT = call("edit", path="greeting.txt", old_string="hello", new_string="goodbye")
 
@@ -24,23 +23,6 @@ def good_or_bad(req: Request) -> Reply:
     if req.body.get("model") == "good" and n == 0:
         return EDIT
     return call("submit")
-
-
-def write_tasks(folder: Path, n: int) -> Path:
-    (folder / "repo").mkdir(parents=True, exist_ok=True)
-    (folder / "repo" / "greeting.txt").write_text("hello\n")
-    rows = [{"instance_id": f"greet-{i}", "dataset_type": "generic", "repo_dir": "repo", "eval_script": EVAL,
-             "problem_statement": f"Make greeting.txt say goodbye (task {i})."} for i in range(n)]
-    path = folder / "tasks.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def write_named_config(folder: Path, name: str) -> Path:
-    """A config whose model name is its own name, so the scripted model can tell A from B."""
-    path = write_config(folder, name)
-    path.write_text(path.read_text().replace("scripted-model", name))
-    return path
 
 
 @pytest.fixture
@@ -65,7 +47,7 @@ def run_cli(
     args: list[str], server: ScriptedLLM, env: dict[str, str], timeout: float = 180,
 ) -> subprocess.CompletedProcess:
     full = {**os.environ, **env, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": SECRET}
-    full.pop("MIMOAGENT_RECORDERS", None)
+    full.pop("MIMOAGENT_OBSERVERS", None)
     proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=full, text=True,
                           capture_output=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr

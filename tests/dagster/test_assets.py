@@ -10,7 +10,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 from mimo_assets.definitions import defs
-from tests.dagster.conftest import write_named_config, write_tasks
+from mimo_core.testing.tasks import write_named_config, write_tasks
 
 ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")]
 

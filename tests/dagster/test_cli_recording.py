@@ -6,8 +6,9 @@ from pathlib import Path
 
 from dagster import AssetKey, DagsterInstance
 
+from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.core.conftest import SECRET
-from tests.dagster.conftest import run_cli, write_named_config, write_tasks
+from tests.dagster.conftest import run_cli
 
 ROLLOUT_ASSETS = ("rollouts", "judge_scores", "graded_results")
 
@@ -102,7 +103,7 @@ def test_two_cli_runs_record_into_one_instance_at_once(tmp_path: Path, dagster_e
 
     data = write_tasks(tmp_path, 6)
     env = {**os.environ, **dagster_env, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMO_TEST_API_KEY": SECRET}
-    env.pop("MIMOAGENT_RECORDERS", None)
+    env.pop("MIMOAGENT_OBSERVERS", None)
     procs = [
         subprocess.Popen([sys.executable, "-m", "mimo_core.cli", "-c", str(write_named_config(tmp_path, name)),
                           "--dataset", str(data), "-o", str(tmp_path / f"out-{name}"), "--workers", "3"],

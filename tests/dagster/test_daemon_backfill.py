@@ -16,8 +16,8 @@ from dagster._core.utils import make_new_backfill_id
 
 from mimo_assets.definitions import defs
 from mimo_assets.partitions import partition_key
+from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO
-from tests.dagster.conftest import write_named_config, write_tasks
 
 ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")]
 

@@ -16,9 +16,9 @@ import pytest
 from dagster import DagsterInstance
 
 from mimo_assets.definitions import defs
+from mimo_core.testing import chromium
+from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO
-from tests.dagster.conftest import write_named_config, write_tasks
-from tests.infra import chromium
 
 ARTIFACTS = REPO / "outputs" / "test-artifacts"
 

@@ -18,8 +18,9 @@ from mimo_core.datasets.registry import get_dataset_type
 from mimo_core.environments.base import SandboxSpec
 from mimo_core.environments.docker import DockerEnvironment
 from mimo_core.results import ResultsStore
-from tests.core.conftest import run_cli, write_config, write_dataset
-from tests.scripted_llm import Reply, call, turns
+from mimo_core.testing.scripted_llm import Reply, call, turns
+from mimo_core.testing.tasks import write_config, write_tasks
+from tests.core.conftest import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "examples" / "demo.jsonl"
@@ -27,7 +28,7 @@ DEMO = REPO / "examples" / "demo.jsonl"
 
 def _docker_dataset(folder: Path) -> Path:
     """The core e2e task (a greeting to change), its rows pointed at the base image."""
-    data = write_dataset(folder)
+    data = write_tasks(folder)
     rows = [json.loads(line) | {"image": "mimo-base:bookworm"} for line in data.read_text().splitlines()]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return data
@@ -130,7 +131,7 @@ def test_rerun_after_sigkill_of_the_runner_leaves_no_container_of_the_killed_run
     run_id = f"killed-{uuid.uuid4().hex[:6]}"
     args = ["-c", str(cfg_path), "--dataset", str(data), "-o", str(tmp_path / "out")]
     env = {**os.environ, "MIMO_TEST_BASE_URL": scripted_llm.openai_base_url, "MIMO_TEST_API_KEY": "sk-x",
-           "MIMOAGENT_RECORDERS": "0"}
+           "MIMOAGENT_OBSERVERS": "0"}
     runner = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *args, "--run-id", run_id], cwd=REPO,
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

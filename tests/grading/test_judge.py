@@ -9,7 +9,7 @@ from mimo_core.config import JudgeAgentConfig, ModelConfig, RetryConfig
 from mimo_core.datasets.base import Rubric
 from mimo_core.datasets.generic import GenericTask
 from mimo_core.grading.rubric import parse_verdict, rubric_items
-from tests.scripted_llm import ScriptedLLM, call, turns
+from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
 
 ITEMS = rubric_items(["Adds a test", {"criterion": "Keeps the API", "weight": 3}])
 

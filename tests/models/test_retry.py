@@ -15,8 +15,8 @@ from mimo_core.errors import (
     ModelRetriesExhausted,
 )
 from mimo_core.models.retry import backoff
+from mimo_core.testing.scripted_llm import Reply, ScriptedLLM, turns
 from tests.models.helpers import PROTOCOLS, model_for, start_messages
-from tests.scripted_llm import Reply, ScriptedLLM, turns
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

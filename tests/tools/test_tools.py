@@ -13,12 +13,12 @@ import pytest
 from mimo_core.config import ToolSpec
 from mimo_core.environments.local import LocalEnvironment
 from mimo_core.errors import ConfigError
+from mimo_core.testing.host_packages import ensure_apt
 from mimo_core.tools.base import Tool, ToolError
 from mimo_core.tools.bash import BashConfig, BashTool
 from mimo_core.tools.registry import KNOWN_TOOLS, build_tools, read_only_tools
 from mimo_core.tools.submit import SubmitTool
 from mimo_core.tools.truncate import truncate_middle
-from tests.infra.host_packages import ensure_apt
 from tests.tools.conftest import MakeEnv
 
 

@@ -7,7 +7,7 @@ as fallback) and builds `mimo-base:bookworm` with no pull: `debootstrap --varian
 debootstrap. A running engine on our socket is reused as is; a file lock makes concurrent pytest
 processes do the work once. The engine is left running on purpose: the next session reuses it.
 
-Run by hand: `uv run python -m tests.infra.dockerd` prints the DOCKER_HOST to export.
+Run by hand: `uv run python -m mimo_core.testing.dockerd` prints the DOCKER_HOST to export.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The CLI's door into the Dagster graph: a `mimoagent.recorders` plug-in.
+"""The CLI's door into the Dagster graph: a `mimoagent.observers` plug-in.
 
-The CLI plans and runs rollouts itself, with no Dagster on its path. This recorder turns the same run
+The CLI plans and runs rollouts itself, with no Dagster on its path. This observer turns the same run
 into one in-process `evaluate` run in the shared instance, whose step logs each partition's
-materializations as rollouts finish. That run lives in a child process (`record_child`): `import
+materializations as rollouts finish. That run lives in a child process (`child`): `import
 dagster` costs seconds and each stored event ~7 ms of CPU, which in a thread would take the GIL from the
 rollouts. Here `start` only spawns, `record` only queues (a writer thread feeds the pipe), and `finish`
 waits for the tail.
@@ -21,14 +21,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from mimo_assets.feed import Feed
+from mimo_assets.cli_recording.feed import Feed
 from mimo_core.results import ResultRecord
 
 _END = object()
 LOG_FILE = "dagster_record.log"
 
 
-class DagsterRecorder:
+class DagsterObserver:
     def __init__(self, request: dict[str, Any]):
         self.request = request
         self.proc: subprocess.Popen[str] | None = None
@@ -44,7 +44,7 @@ class DagsterRecorder:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "w") as log:  # a file, not a pipe: a chatty child can never block on it
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "mimo_assets.record_child"], stdin=subprocess.PIPE, stdout=log,
+                [sys.executable, "-m", "mimo_assets.cli_recording.child"], stdin=subprocess.PIPE, stdout=log,
                 stderr=subprocess.STDOUT, text=True, env=os.environ.copy(), start_new_session=True,
             )
         self.queue.put(json.dumps({"request": self.request, "planned": planned}))

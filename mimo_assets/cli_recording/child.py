@@ -1,4 +1,4 @@
-"""The process that records a CLI run into Dagster: `python -m mimo_assets.record_child`.
+"""The process that records a CLI run into Dagster: `python -m mimo_assets.cli_recording.child`.
 
 Its own process, so `import dagster` and the event-log writes never take the CLI's GIL from the rollout
 threads. Protocol on stdin, one JSON object a line: first `{"request": ..., "planned": [[i, c, k], ...]}`,
@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 
-from mimo_assets.feed import Feed
+from mimo_assets.cli_recording.feed import Feed
 from mimo_core.results import ResultRecord
 
 
@@ -30,7 +30,7 @@ def main() -> int:
     header = json.loads(sys.stdin.readline())
     feed = Feed(header["request"], [tuple(p) for p in header["planned"]])
     threading.Thread(target=_pump, args=(feed,), name="mimo-record-stdin", daemon=True).start()
-    from mimo_assets.recorder import execute_feed
+    from mimo_assets.cli_recording.observer import execute_feed
 
     error = execute_feed(feed)
     if error:

@@ -11,7 +11,7 @@ from typing import Any
 from mimo_core.agent_msgs import StepWriter
 
 
-class RolloutRecorder:
+class RolloutFiles:
     """Implements AgentContext. One per rollout directory; closed by the rollout."""
 
     def __init__(self, rollout_dir: Path):

@@ -1,6 +1,6 @@
 """Plug-ins that observe a CLI run (the Dagster code location registers one), found by entry point.
 
-The CLI stays free of Dagster: a recorder is told what was planned, receives each finished record from
+The CLI stays free of Dagster: an observer is told what was planned, receives each finished record from
 worker threads (it must only queue it), and is flushed at the end.
 """
 
@@ -13,10 +13,10 @@ from typing import Any, Protocol
 
 from mimo_core.results import ResultRecord
 
-GROUP = "mimoagent.recorders"
+GROUP = "mimoagent.observers"
 
 
-class Recorder(Protocol):
+class RunObserver(Protocol):
     def start(self, jobs_planned: list[dict[str, Any]]) -> None: ...
 
     def record(self, record: ResultRecord) -> None: ...
@@ -25,19 +25,19 @@ class Recorder(Protocol):
 
 
 def _disabled(name: str) -> bool:
-    """`MIMOAGENT_<NAME>=0` turns one recorder off; `MIMOAGENT_RECORDERS=0` turns all off."""
+    """`MIMOAGENT_<NAME>=0` turns one observer off; `MIMOAGENT_OBSERVERS=0` turns all off."""
     off = ("0", "false", "no", "off")
-    return (os.environ.get("MIMOAGENT_RECORDERS", "1").lower() in off
+    return (os.environ.get("MIMOAGENT_OBSERVERS", "1").lower() in off
             or os.environ.get(f"MIMOAGENT_{name.upper()}", "1").lower() in off)
 
 
-def load_recorders(request: dict[str, Any]) -> list[Recorder]:
-    recorders: list[Recorder] = []
+def load_observers(request: dict[str, Any]) -> list[RunObserver]:
+    observers: list[RunObserver] = []
     for ep in entry_points(group=GROUP):
         if _disabled(ep.name):
             continue
         try:
-            recorders.append(ep.load()(request))
+            observers.append(ep.load()(request))
         except Exception as e:  # a broken observer must not stop the rollouts
-            print(f"mimoagent: recorder {ep.name!r} disabled: {type(e).__name__}: {e}", file=sys.stderr)
-    return recorders
+            print(f"mimoagent: observer {ep.name!r} disabled: {type(e).__name__}: {e}", file=sys.stderr)
+    return observers
