@@ -61,7 +61,7 @@ def test_image_prefix_reaches_the_from_lines_of_a_build(docker_client, tmp_path)
     from mimo_core.config import EnvironmentConfig
     from mimo_core.environments.base import SandboxSpec
     from mimo_core.environments.docker import DockerEnvironment
-    from tests.infra.dockerd import BASE_IMAGE
+    from mimo_core.testing.dockerd import BASE_IMAGE
 
     mirror = f"mirror-{uuid.uuid4().hex[:8]}.test/"
     docker_client.images.get(BASE_IMAGE).tag(f"{mirror}only-on-the-mirror", "1")
