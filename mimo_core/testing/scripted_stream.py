@@ -11,10 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-try:
-    from mimo_core.testing.scripted_llm import signature_for
-except ImportError:  # before shape-plan's move lands
-    from mimo_core.testing.scripted_llm import signature_for
+from mimo_core.testing.scripted_llm import signature_for
 
 if TYPE_CHECKING:
     from mimo_core.testing.scripted_llm import Reply
