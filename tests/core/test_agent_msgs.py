@@ -10,8 +10,9 @@ import pytest
 
 from mimo_core.agent_msgs import AgentMsgsError, StepWriter, encode_body, iter_steps, read_step, steps
 from mimo_core.results import ResultsStore
-from tests.core.conftest import run_cli, write_config, write_dataset
-from tests.scripted_llm import Reply, call, turns
+from mimo_core.testing.scripted_llm import Reply, call, turns
+from mimo_core.testing.tasks import write_config, write_tasks
+from tests.core.conftest import run_cli
 
 BIG = "x" * 30_000  # the first tool output: every later request carries it, no later step file should
 
@@ -30,7 +31,7 @@ def _script() -> object:
 @pytest.mark.parametrize("protocol", ["chat", "responses", "anthropic"])
 def test_rebuilt_requests_equal_the_bytes_the_server_received(protocol: str, workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(_script())
-    data = write_dataset(workdir)
+    data = write_tasks(workdir)
     (workdir / "repo" / "big.txt").write_text(BIG)
     cfg = write_config(workdir, f"cfg_{protocol}", protocol=protocol)
     out = workdir / "out"
