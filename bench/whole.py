@@ -8,8 +8,8 @@ never counted) and do the same task; calls are counted by the server, so both ar
 
 from __future__ import annotations
 
-import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,7 +87,7 @@ def _mimo_argv(case: Case, server: ServerProcess, work: Path, instances: int, st
         cfg.write_text(yaml.safe_dump(data))
     dataset = write_task(work / "task", instances)
     argv = [str(Path(sys.executable).with_name("mimoagent")), "-c", str(cfg), "--dataset", str(dataset),
-            "-o", str(work / f"out-{os.getpid()}-{id(work)}"), "--workers", str(workers)]
+            "-o", str(work / f"out-{time.monotonic_ns()}"), "--workers", str(workers)]
     env = mimo_env()
     if case.recording:
         env.pop("MIMOAGENT_RECORDERS", None)
