@@ -26,6 +26,29 @@ def cli_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
     return CACHE
 
 
+def run_cli_rollout(folder: Path, server, cli: str, protocol: str, **agent: object):
+    """One rollout of `cli` on the greeting task through the real `mimoagent` command: (record, folder, traj)."""
+    from mimo_core.results import ResultsStore
+    from mimo_core.trajectory import Trajectory
+    from tests.core.conftest import run_cli, write_dataset
+
+    needs_npm()
+    data = write_dataset(folder)
+    cfg = write_cli_config(folder, cli.replace("-", "_"), cli, protocol, **agent)
+    out = folder / "out"
+    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], server,
+                   "anthropic" if protocol in ("anthropic", "gemini") else protocol, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    [record] = ResultsStore(out).load().values()
+    rollout = out / record.output_dir
+    traj = Trajectory.model_validate_json((rollout / "traj.json").read_text())
+    return record, rollout, traj
+
+
+def leaked_files(folder: Path, secret: str) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and secret in p.read_text(errors="replace")]
+
+
 def write_cli_config(folder: Path, name: str, cli: str, protocol: str, **agent: object) -> Path:
     cfg = {
         "agent": {"type": cli, "step_limit": 10, "instance_template": "{{task}}", **agent},

@@ -24,7 +24,7 @@ class ClaudeCode(CliSpec):
     protocol = "anthropic"
     session_globs = ("projects/*/*.jsonl",)
 
-    def launcher_body(self) -> str:
+    def launcher_body(self, node: str) -> str:
         return 'exec "$D/node_modules/@anthropic-ai/claude-code/bin/claude.exe" "$@"'
 
     def command(self, run: CliRun) -> str:

@@ -185,7 +185,7 @@ def _install_pypi(spec: CliSpec, version: str, work: Path, env: dict[str, str]) 
 def write_launcher(spec: CliSpec, folder: Path) -> None:
     """bin/<name>: finds its own folder at run time, so the install works wherever it is copied."""
     (folder / "bin").mkdir(exist_ok=True)
-    body = spec.launcher_body()
+    body = spec.launcher_body(f'"$D/node_modules/node-linux-{node_arch()}/bin/node"')
     launcher = folder / "bin" / spec.name
     launcher.write_text('#!/bin/sh\nD="$(cd "$(dirname "$0")/.." && pwd)"\n' + body + "\n")
     launcher.chmod(0o755)

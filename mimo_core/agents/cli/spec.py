@@ -54,8 +54,9 @@ class CliSpec:
     # Where a CLI writes files worth keeping: globs relative to state_dir (its session logs).
     session_globs: ClassVar[tuple[str, ...]] = ()
 
-    def launcher_body(self) -> str:
-        """Shell lines run by bin/<name> with $D set to the install folder; must `exec` the CLI with "$@"."""
+    def launcher_body(self, node: str) -> str:
+        """Shell lines run by bin/<name> with $D set to the install folder; must `exec` the CLI with "$@".
+        `node` is the bundled runtime's path (meaningful when `needs_node`)."""
         raise NotImplementedError
 
     def command(self, run: CliRun) -> str:
@@ -152,7 +153,12 @@ def system_prompt_from_request(protocol: str, body: dict[str, Any]) -> str | Non
         system = body.get("system")
         return text_of(system) if system else None
     if protocol == "responses":
-        return body.get("instructions") or None
+        if body.get("instructions"):
+            return body["instructions"]
+        for item in body.get("input") or ():
+            if isinstance(item, dict) and item.get("role") in ("system", "developer"):
+                return text_of(item.get("content"))
+        return None
     if protocol == "gemini":
         inst = body.get("systemInstruction") or body.get("system_instruction") or {}
         return text_of(inst.get("parts")) if isinstance(inst, dict) else None
