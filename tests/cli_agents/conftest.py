@@ -3,7 +3,9 @@ test session (MIMOAGENT_CACHE_DIR), configs pointing a CLI at the scripted serve
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -43,6 +45,19 @@ def run_cli_rollout(folder: Path, server, cli: str, protocol: str, **agent: obje
     rollout = out / record.output_dir
     traj = Trajectory.model_validate_json((rollout / "traj.json").read_text())
     return record, rollout, traj
+
+
+def scripted_in_workdir(*steps) -> object:
+    """A responder whose turn n is `steps[n](workdir)`: CLIs whose tools want absolute paths get the
+    rollout's working folder, read from the request (every CLI tells its model where it works)."""
+    from tests.scripted_llm import Request
+
+    def responder(req: Request):
+        found = re.search(r"(/[^\s\"'<>]*?/mimo-[^/\s\"'<>]+/work)", json.dumps(req.body))
+        work = found.group(1) if found else "."
+        return steps[min(req.n_assistant_turns, len(steps) - 1)](work)
+
+    return responder
 
 
 def leaked_files(folder: Path, secret: str) -> list[str]:

@@ -12,6 +12,7 @@ from mimo_core.agents.cli.spec import CliSpec
 CLI_AGENTS = {
     "claude-code": "mimo_core.agents.cli.claude_code:ClaudeCode",
     "codex": "mimo_core.agents.cli.codex:Codex",
+    "opencode": "mimo_core.agents.cli.opencode:OpenCode",
 }
 
 

@@ -81,7 +81,7 @@ class CliAgent:
                          step_limit=cfg.step_limit, extra_args=cfg.cli_args)
             for path, text in spec.setup_files(run).items():
                 env.write_file(path, text.encode())
-            command = (f"{spec.command(run)} > {shlex.quote(state + '/stdout.log')}"
+            command = (f"{{ {spec.command(run)}\n}} > {shlex.quote(state + '/stdout.log')}"
                        f" 2> {shlex.quote(state + '/stderr.log')}")
             ctx.log(f"{spec.name} {self.version}: {command}")
             result = env.execute(command, timeout=cfg.time_limit or NO_TIME_LIMIT, cwd=env.spec.cwd,
