@@ -32,17 +32,31 @@ class AgentMsgsError(ValueError):
     """A step file is missing, unreadable, or its rebuilt request does not match the bytes sent."""
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """Equal AND encoded the same: `==` ignores dict key order and calls 1 == 1.0 == True, but the bytes
+    sent differ (codex reorders its client_metadata keys between calls)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return len(a) == len(b) and all(ka == kb and same_json(a[ka], b[kb]) for ka, kb in zip(a, b, strict=True))
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
 def step_path(msgs_dir: Path, step: int) -> Path:
     return msgs_dir / f"step_{step:04d}.json"
 
 
 def _list_delta(prev: list[Any], cur: list[Any]) -> dict[str, Any]:
     n = len(prev)
-    if len(cur) >= n and cur[:n] == prev:  # the usual case: history kept, messages appended
+    if len(cur) >= n and same_json(cur[:n], prev):  # the usual case: history kept, messages appended
         return {"keep": n, "append": cur[n:]}
     keep = 0
     for a, b in zip(prev, cur, strict=False):
-        if a is not b and a != b:
+        if a is not b and not same_json(a, b):
             break
         keep += 1
     return {"keep": keep, "append": cur[keep:]}
@@ -55,7 +69,7 @@ def request_delta(prev: dict[str, Any], cur: dict[str, Any]) -> dict[str, Any]:
     for key, value in cur.items():
         if key in prev:
             old = prev[key]
-            if old is value or old == value:
+            if old is value or same_json(old, value):
                 continue
             if isinstance(old, list) and isinstance(value, list):
                 lists[key] = _list_delta(old, value)

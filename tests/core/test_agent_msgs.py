@@ -97,3 +97,13 @@ def test_files_of_the_old_format_are_still_read(tmp_path: Path) -> None:
     (tmp_path / "step_0001.json").write_text(json.dumps({"step": 1, "request": body, "response": {"id": "r"}}))
     [record] = iter_steps(tmp_path)
     assert (record.request, record.response, record.request_bytes) == (body, {"id": "r"}, encode_body(body).encode())
+
+
+def test_reordered_keys_and_retyped_values_are_recorded_as_changes(tmp_path: Path) -> None:
+    """Equal under `==` is not enough: codex sends the same metadata with its keys in another order."""
+    first = {"model": "m", "meta": {"a": 1, "b": 2}, "input": [{"x": 1, "y": 2}], "n": 1}
+    second = {"model": "m", "meta": {"b": 2, "a": 1}, "input": [{"y": 2, "x": 1}, {"z": 3}], "n": True}
+    writer = StepWriter(tmp_path)
+    writer.record(1, first, {})
+    writer.record(2, second, {})
+    assert [encode_body(s.request) for s in iter_steps(tmp_path)] == [encode_body(first), encode_body(second)]
