@@ -31,11 +31,12 @@ def cli_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
 def run_cli_rollout(folder: Path, server, cli: str, protocol: str, **agent: object):
     """One rollout of `cli` on the greeting task through the real `mimoagent` command: (record, folder, traj)."""
     from mimo_core.results import ResultsStore
+    from mimo_core.testing.tasks import write_tasks
     from mimo_core.trajectory import Trajectory
-    from tests.core.conftest import run_cli, write_dataset
+    from tests.core.conftest import run_cli
 
     needs_npm()
-    data = write_dataset(folder)
+    data = write_tasks(folder)
     cfg = write_cli_config(folder, cli.replace("-", "_"), cli, protocol, **agent)
     out = folder / "out"
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], server,
@@ -50,7 +51,7 @@ def run_cli_rollout(folder: Path, server, cli: str, protocol: str, **agent: obje
 def scripted_in_workdir(*steps) -> object:
     """A responder whose turn n is `steps[n](workdir)`: CLIs whose tools want absolute paths get the
     rollout's working folder, read from the request (every CLI tells its model where it works)."""
-    from tests.scripted_llm import Request
+    from mimo_core.testing.scripted_llm import Request
 
     def responder(req: Request):
         found = re.search(r"(/[^\s\"'<>]*?/mimo-[^/\s\"'<>]+/work)", json.dumps(req.body))
@@ -58,6 +59,15 @@ def scripted_in_workdir(*steps) -> object:
         return steps[min(req.n_assistant_turns, len(steps) - 1)](work)
 
     return responder
+
+
+def recorded_calls(rollout: Path, server) -> list:
+    """agent_msgs/ read back: one step per request the server saw, each rebuilt byte for byte."""
+    from mimo_core.agent_msgs import iter_steps
+
+    calls = list(iter_steps(rollout / "agent_msgs"))
+    assert [c.request for c in calls] == [json.loads(r.raw) for r in server.requests]
+    return calls
 
 
 def leaked_files(folder: Path, secret: str) -> list[str]:

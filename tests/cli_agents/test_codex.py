@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli_agents.conftest import leaked_files, run_cli_rollout
+from mimo_core.testing.scripted_llm import Reply, call, turns
+from tests.cli_agents.conftest import leaked_files, recorded_calls, run_cli_rollout
 from tests.core.conftest import SECRET
-from tests.scripted_llm import Reply, call, turns
 
 CAT_SED_DONE = turns(
     Reply(content="Looking.", tool_calls=[("exec_command", {"cmd": "cat greeting.txt"})], reasoning="check it"),
@@ -29,10 +29,10 @@ def test_codex_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> None:
     assert "hello" in traj.messages[3]["content"]
     assert "exec_command" in {t["function"]["name"] for t in traj.tools}
     assert traj.usage.prompt_tokens == 30 and traj.cost > 0
-    steps = sorted((rollout / "agent_msgs").iterdir())
-    assert len(steps) == len(scripted_llm.requests) == 3
-    last = json.loads(steps[-1].read_text())
-    assert last["request"]["stream"] is True and last["response"]["status"] == "completed"
+    calls = recorded_calls(rollout, scripted_llm)
+    assert len(calls) == 3
+    last = calls[-1]
+    assert last.request["stream"] is True and last.response["status"] == "completed"
     assert list((rollout / "agent_logs" / "session").rglob("rollout-*.jsonl"))
     assert all(SECRET in r.headers.get("authorization", "") for r in scripted_llm.requests)
     assert leaked_files(tmp_path / "out", SECRET) == []

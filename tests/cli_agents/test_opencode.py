@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli_agents.conftest import leaked_files, run_cli_rollout, scripted_in_workdir
+from mimo_core.testing.scripted_llm import Reply, call
+from tests.cli_agents.conftest import leaked_files, recorded_calls, run_cli_rollout, scripted_in_workdir
 from tests.core.conftest import SECRET
-from tests.scripted_llm import Reply, call
 
 READ_EDIT_DONE = scripted_in_workdir(
     lambda w: Reply(content="Looking.", tool_calls=[("read", {"filePath": f"{w}/greeting.txt"})], reasoning="hmm"),
@@ -29,11 +29,11 @@ def test_opencode_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> Non
     assert "hello" in traj.messages[3]["content"]
     assert {"read", "edit", "bash"} <= {t["function"]["name"] for t in traj.tools}
     assert traj.usage.prompt_tokens == 30 and traj.cost > 0
-    steps = sorted((rollout / "agent_msgs").iterdir())
-    assert len(steps) == len(scripted_llm.requests) == 3
-    last = json.loads(steps[-1].read_text())
-    assert last["request"]["stream"] is True
-    assert last["response"]["choices"][0]["message"]["content"] == "greeting.txt says goodbye now."
+    calls = recorded_calls(rollout, scripted_llm)
+    assert len(calls) == 3
+    last = calls[-1]
+    assert last.request["stream"] is True
+    assert last.response["choices"][0]["message"]["content"] == "greeting.txt says goodbye now."
     assert (rollout / "agent_logs" / "session" / "session.json").is_file()
     assert all(SECRET in r.headers.get("authorization", "") for r in scripted_llm.requests)
     assert leaked_files(tmp_path / "out", SECRET) == []

@@ -25,7 +25,7 @@ from mimo_core.models._common import compute_cost
 from mimo_core.models.base import Usage
 from mimo_core.trajectory import CallRecord
 
-Sink = Callable[[int, dict[str, Any], dict[str, Any]], None]
+Sink = Callable[[int, dict[str, Any], dict[str, Any], str], None]  # step, request, response, request as sent
 _HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding",
                   "content-encoding", "proxy-connection", "te", "trailer", "upgrade"})
 
@@ -89,8 +89,9 @@ class RecordingProxy:
         cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         return cls(self.host, self.port, timeout=self.timeout)
 
-    def record(self, path: str, request: dict[str, Any], status: int, raw: bytes, is_stream: bool,
-               latency: float) -> None:
+    def record(self, path: str, request: dict[str, Any], request_text: str, status: int, raw: bytes,
+               is_stream: bool, latency: float) -> None:
+        """Steps are numbered and handed over under one lock: the step files are deltas of each other."""
         protocol = protocol_of(path)
         response = reassemble(protocol, raw, is_stream)
         if status != 200:
@@ -100,7 +101,7 @@ class RecordingProxy:
             step = next(self._steps)
             self.calls.append(CallRecord(step=step, usage=usage, latency_s=round(latency, 4),
                                          cost=compute_cost(usage, self.pricing), finish_reason=_finish(response)))
-        self.sink(step, request, response)
+            self.sink(step, request, response, request_text)
 
 
 def _finish(response: dict[str, Any]) -> str | None:
@@ -169,8 +170,8 @@ class _Handler(BaseHTTPRequestHandler):
         request = _json(body)
         if self.command == "POST" and request is not None:
             is_stream = "text/event-stream" in (upstream.getheader("Content-Type") or "")
-            proxy.record(self.path.split("?", 1)[0], request, upstream.status, bytes(copy), is_stream,
-                         time.monotonic() - start)
+            proxy.record(self.path.split("?", 1)[0], request, body.decode("utf-8"), upstream.status, bytes(copy),
+                         is_stream, time.monotonic() - start)
 
     def _reply_error(self, status: int, message: str) -> None:
         data = json.dumps({"error": {"type": "proxy_error", "message": message}}).encode()

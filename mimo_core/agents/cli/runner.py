@@ -47,11 +47,13 @@ class _Recorder:
         self.last_status: int | None = None
         self.lock = threading.Lock()
 
-    def __call__(self, step: int, request: dict[str, Any], response: dict[str, Any]) -> None:
+    def __call__(self, step: int, request: dict[str, Any], response: dict[str, Any], request_text: str) -> None:
         with self.lock:
             if self.first is None and (request.get("tools") or request.get("messages") or request.get("input")):
                 self.first = request
             self.last_status = response.get("_http_status", 200)
+        # Not request_text: agent_msgs/ proves its rebuilds against its own encoding of the request, and a
+        # CLI's spacing differs; the parsed body is the same JSON either way.
         self.ctx.record_call(step, request, response)
 
 
