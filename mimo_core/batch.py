@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mimo_core.config import NamedConfig, assign_config
 from mimo_core.datasets.base import Task
+from mimo_core.datasets.requirements import check_runnable
 from mimo_core.errors import ConfigError
 from mimo_core.results import ResultRecord, ResultsStore
 from mimo_core.rollout import GT, RolloutJob, run_one
@@ -34,7 +35,9 @@ def plan_jobs(
     if num_rollouts < 1:
         raise ConfigError("--num-rollouts must be at least 1")
     if recalc not in (None, GT):
-        return _plan_recalc_from_dir(tasks, configs, Path(recalc), output_dir, run_id, redo_existing, seed)
+        jobs = _plan_recalc_from_dir(tasks, configs, Path(recalc), output_dir, run_id, redo_existing, seed)
+        check_runnable((j.task, j.config) for j in jobs)
+        return jobs
     finished = {} if redo_existing else ResultsStore(output_dir).finished()
     jobs = []
     for task in tasks:
@@ -44,6 +47,7 @@ def plan_jobs(
                              recalc=recalc)
             if job.key not in finished:
                 jobs.append(job)
+    check_runnable((j.task, j.config) for j in jobs)
     return jobs
 
 

@@ -101,6 +101,9 @@ class EnvironmentConfig(_Strict):
     timeout: float = 300.0  # default per-command timeout, seconds
     sandbox: Literal["none", "bwrap"] = "none"  # local backend only
     image_prefix: str = ""
+    # local only: rows that need their image (docker_image / Dockerfile, no seed of their own) are refused
+    # at plan time unless this says to run them on the host anyway
+    run_image_tasks_on_host: bool = False
     env: dict[str, str] = Field(default_factory=dict)
     startup_timeout: float = 600.0
     judge_agent: JudgeAgentConfig | None = None
@@ -115,11 +118,20 @@ class EnvironmentConfig(_Strict):
         return v
 
 
+class GradingConfig(_Strict):
+    """How a rollout's result is collected for grading. `strict` grades exactly what the benchmark's own
+    harness grades (a Harbor task's collect hooks, verbatim: committed work only); `lenient` also counts
+    uncommitted work. The value is written into every results.jsonl record and traj.json."""
+
+    collect: Literal["strict", "lenient"] = "strict"
+
+
 class MimoConfig(_Strict):
     use_dataset_env: bool = True
     agent: AgentConfig = Field(default_factory=AgentConfig)
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
+    grading: GradingConfig = Field(default_factory=GradingConfig)
 
 
 class NamedConfig(BaseModel):

@@ -22,6 +22,7 @@ from mimo_core import __version__
 from mimo_core.agents.base import INFRA_STATUSES, AgentResult, ExitStatus
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import DatasetType, Task
+from mimo_core.datasets.requirements import UngradableTask, keep_verifier_evidence, preflight, with_task_limits
 from mimo_core.environments.base import Environment, SandboxSpec, make_environment
 from mimo_core.errors import ConfigError, MimoError, SandboxError
 from mimo_core.grading.grade import Grade
@@ -63,10 +64,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _dataset_type(name: str) -> DatasetType:
+def _dataset_type(name: str, collect: str) -> DatasetType:
     from mimo_core.datasets.registry import get_dataset_type
 
-    return get_dataset_type(name)
+    return get_dataset_type(name, collect=collect)
 
 
 class _Sandboxes:
@@ -145,7 +146,8 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
     submission: str | None = None
     sandboxes = _Sandboxes(job)
     try:
-        dtype = _dataset_type(task.dataset_type)
+        dtype = _dataset_type(task.dataset_type, job.config.config.grading.collect)
+        preflight(task, job.config.config)
         env = sandboxes.new(sandboxes.spec_for(dtype))
         dtype.setup(env, task)
         timings.env_setup_s = time.monotonic() - t0
@@ -157,7 +159,11 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
             t2 = time.monotonic()
             judge = _judge(job, env, rollout_dir, rec)
             grade = _grade(dtype, env, task, submission, sandboxes, rec)
+            keep_verifier_evidence(grade, rollout_dir)
             timings.grading_s = time.monotonic() - t2
+    except UngradableTask as e:
+        rec.log(f"not run: {e}")
+        agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.GRADING_ERROR, "error": str(e)})
     except SandboxError as e:
         rec.log_exception("sandbox error")
         agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.ENVIRONMENT_ERROR, "error": str(e)})
@@ -185,7 +191,10 @@ def _act(
     if job.recalc is None:
         from mimo_core.agents.factory import make_agent
 
-        agent = make_agent(job.config.config, dtype, cancel=cancel)
+        config = with_task_limits(job.config.config, job.task)
+        if config.agent.time_limit != job.config.config.agent.time_limit:
+            rec.log(f"agent time limit: {config.agent.time_limit:g}s (the task's agent_timeout_sec)")
+        agent = make_agent(config, dtype, cancel=cancel)
         result = agent.run(job.task, env, rec)
         if result.exit_status in INFRA_STATUSES:
             return result, None

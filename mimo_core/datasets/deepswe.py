@@ -15,8 +15,10 @@ from pydantic import BaseModel, Field
 
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.paths import TASK_CWD_LABEL
-from mimo_core.datasets.repo_dataset import GIT, RepoDatasetType, RepoTask, run
+from mimo_core.datasets.repo_dataset import GIT, GIT_ENV, RepoDatasetType, RepoTask, run
+from mimo_core.datasets.requirements import grading_problem
 from mimo_core.environments.base import Environment
+from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.reward import apply_failed_grade, read_reward, tail
@@ -37,8 +39,13 @@ class DeepSWETask(RepoTask):
     verifier_env: dict[str, str] = Field(default_factory=dict)
     verifier_cpus: float | None = None
     verifier_memory_mb: int | None = None
+    verifier_build_timeout_sec: float | None = None
     verifier_applies_patch: bool | None = None  # None: yes if a test file mentions the patch artifact
-    agent_timeout_sec: float | None = None
+    agent_timeout_sec: float | None = None  # Harbor [agent].timeout_sec: the agent's wall-clock limit
+    build_timeout_sec: float | None = None  # Harbor [environment].build_timeout_sec
+    # Files the verifier needs that the task folder lacks (set by the converter): grading is a
+    # grading_error naming them, without running anything
+    verifier_files_missing: list[str] = Field(default_factory=list)
     collect: list[CollectHook] = Field(default_factory=list)
     artifacts: list[str] = Field(default_factory=lambda: [DEFAULT_PATCH_ARTIFACT])
     solution_files: dict[str, Any] = Field(default_factory=dict)
@@ -55,20 +62,56 @@ class DeepSWEDatasetType(RepoDatasetType):
     row_model: ClassVar[type[Task]] = DeepSWETask
     default_cwd: ClassVar[str] = "/app"
 
+    def __init__(self, collect: str = "strict") -> None:
+        super().__init__(collect)
+        self.collect_notes: dict[str, Any] = {}  # what collecting saw; reported with the grade
+        self.patch_missing = False
+
     def collect_submission(self, env: Environment, task: Task) -> str:
-        """Commit the working tree (hooks diff base..HEAD), run the hooks, read the patch artifact."""
+        """Run the task's collect hooks on the tree the agent left and read the patch artifact.
+
+        `strict` (default) runs them verbatim, as the official harness does: DeepSWE's hook is
+        `git diff --binary <base> HEAD`, so only committed work counts, and a hook that writes nothing
+        gives no patch. `lenient` first commits uncommitted work and falls back to our own diff when
+        the hooks write nothing.
+        """
         assert isinstance(task, DeepSWETask)
         if not task.collect:
             return super().collect_submission(env, task)
         pm = self.paths(env, task)
-        run(env, f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'agent changes')",
-            cwd=env.spec.cwd)
+        artifact = pm.path(task.patch_artifact)
+        cwd = env.spec.cwd
+        status = run(env, f"{GIT} status --porcelain --untracked-files=all", cwd=cwd)
+        uncommitted = len([line for line in status.output.splitlines() if line.strip()])
+        self.collect_notes = {"collect_mode": self.collect, "uncommitted_files": uncommitted}
+        if self.collect == "lenient" and uncommitted:
+            run(env, f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'agent changes')",
+                cwd=cwd)
+            self.collect_notes["committed_for_agent"] = True
+        run(env, f"rm -f {shlex.quote(artifact)}")
+        exits = []
         for hook in task.collect:
-            run(env, pm.text(hook.command), cwd=env.spec.cwd, timeout=hook.timeout_sec, extra_env=pm.env_vars())
+            res = run(env, pm.text(hook.command), cwd=cwd, timeout=hook.timeout_sec, extra_env=pm.env_vars())
+            exits.append(res.returncode)
+        self.collect_notes["collect_exit_codes"] = exits
         try:
-            return env.read_file(pm.path(task.patch_artifact)).decode("utf-8", errors="replace")
-        except Exception:  # the hook wrote nothing: fall back to our own diff rather than lose the work
-            return super().collect_submission(env, task)
+            return env.read_file(artifact).decode("utf-8", errors="replace")
+        except Exception:  # each backend reports a missing file its own way
+            if self.collect == "lenient":
+                self.collect_notes["patch_source"] = "own diff (the hooks wrote no patch)"
+                return super().collect_submission(env, task)
+            self.patch_missing = True
+            self.collect_notes["patch_missing"] = True
+            return ""
+
+    def apply_gold(self, env: Environment, task: Task) -> tuple[bool, str]:
+        """The reference solution, committed as every task instruction asks of the agent, so the
+        verbatim collect hooks (base..HEAD) see it."""
+        ok, log = super().apply_gold(env, task)
+        if ok:
+            run(env, f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'reference solution')",
+                cwd=env.spec.cwd, extra_env=GIT_ENV)
+        return ok, log
 
     def _verifier_applies(self, task: DeepSWETask) -> bool:
         if task.verifier_applies_patch is not None:
@@ -85,10 +128,13 @@ class DeepSWEDatasetType(RepoDatasetType):
         spec.env = {**spec.env, **task.verifier_env}
         spec.cpus = task.verifier_cpus or spec.cpus
         spec.memory_mb = task.verifier_memory_mb or spec.memory_mb
+        spec.build_timeout = task.verifier_build_timeout_sec or spec.build_timeout
         return spec
 
     def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
         assert isinstance(task, DeepSWETask)
+        if (problem := grading_problem(task)) is not None:
+            return Grade(details=dict(self.collect_notes), infra_error=problem)
         if task.verifier_mode == "shared":
             return self._verify(env, task)
         venv = new_env(self._verifier_spec(env, task))
@@ -97,11 +143,14 @@ class DeepSWEDatasetType(RepoDatasetType):
             pm = self.paths(venv, task)
             patch_path = pm.path(task.patch_artifact)
             venv.execute(f"mkdir -p {shlex.quote(patch_path.rsplit('/', 1)[0])}")
-            venv.write_file(patch_path, submission.encode())
+            if not self.patch_missing:  # a hook that wrote nothing leaves no artifact, as in the harness
+                venv.write_file(patch_path, submission.encode())
             if not self._verifier_applies(task):
                 ok, log = apply_patch(venv, submission, venv.spec.cwd)
                 if not ok:
-                    return apply_failed_grade(log)
+                    grade = apply_failed_grade(log)
+                    grade.details.update(self.collect_notes)
+                    return grade
             return self._verify(venv, task)
         finally:
             venv.stop()
@@ -117,6 +166,8 @@ class DeepSWEDatasetType(RepoDatasetType):
         grade.details.setdefault("verifier_output_tail", tail(res.output))
         grade.details["verifier_exit_code"] = res.returncode
         grade.details["verifier_mode"] = task.verifier_mode
+        grade.details.update(self.collect_notes)
+        keep_evidence(env, verifier_dir, res.output, grade, task.test_files.get("config.json"))
         if res.timed_out and grade.infra_error:
             grade.infra_error = f"verifier timed out after {task.verifier_timeout_sec}s; {grade.infra_error}"
         return grade

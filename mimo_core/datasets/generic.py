@@ -8,6 +8,7 @@ from typing import ClassVar
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask
 from mimo_core.environments.base import Environment
+from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.reward import read_reward, tail
 
@@ -36,6 +37,7 @@ class GenericDatasetType(RepoDatasetType):
         grade = read_reward(env, reward_dir, res.output)
         grade.details.setdefault("verifier_output_tail", tail(res.output))
         grade.details["verifier_exit_code"] = res.returncode
+        keep_evidence(env, reward_dir, res.output, grade, task.test_files.get("config.json"))
         if res.timed_out and grade.infra_error:
             grade.infra_error = f"eval_script timed out after {task.eval_timeout}s; {grade.infra_error}"
         return grade

@@ -111,6 +111,24 @@ def tar_folder(folder: Path) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
+_TESTS_REF = re.compile(r"(?<![\w.\-])/tests/([\w.\-/]*[\w\-])")
+VERIFIER_ENTRY = "test.sh"
+
+
+def missing_verifier_files(test_files: dict[str, Any]) -> list[str]:
+    """Files the verifier needs that `tests/` lacks: `test.sh` itself, and every `/tests/<path>` its text
+    files name (a script reading /tests/config.json needs it). Paths are relative to the task folder."""
+    present = set(test_files)
+    missing = set() if VERIFIER_ENTRY in present else {VERIFIER_ENTRY}
+    for value in test_files.values():
+        if not isinstance(value, str):
+            continue
+        for rel in _TESTS_REF.findall(value):
+            if rel not in present and not any(p.startswith(rel.rstrip("/") + "/") for p in present):
+                missing.add(rel)
+    return sorted(f"tests/{rel}" for rel in missing)
+
+
 def _cwd(toml: HarborToml) -> str:
     if toml.environment.workdir:
         return toml.environment.workdir
@@ -146,6 +164,7 @@ def convert_task(task_dir: Path, relative_to: Path | None = None) -> dict[str, A
     gold = solution.get("solution.patch") or next(
         (v for k, v in solution.items() if k.endswith((".patch", ".diff")) and isinstance(v, str)), None)
     script = solution.get("solve.sh")
+    tests = files_map(task_dir / "tests")
     name = str(toml.task.get("name") or "")
     instance_id = str(toml.metadata.get("task_id") or name.rsplit("/", 1)[-1] or task_dir.name)
     row: dict[str, Any] = {
@@ -159,15 +178,18 @@ def convert_task(task_dir: Path, relative_to: Path | None = None) -> dict[str, A
         "memory_mb": toml.environment.memory_mb,
         "network": toml.agent.network_mode not in NO_NETWORK,
         "agent_timeout_sec": toml.agent.timeout_sec,
+        "build_timeout_sec": toml.environment.build_timeout_sec,
         "verifier_mode": "separate" if toml.verifier.environment_mode == "separate" else "shared",
         "verifier_timeout_sec": toml.verifier.timeout_sec,
         "verifier_network": toml.verifier.network_mode not in NO_NETWORK,
         "verifier_env": toml.verifier.env,
         "verifier_cpus": toml.verifier.environment.cpus,
         "verifier_memory_mb": toml.verifier.environment.memory_mb,
+        "verifier_build_timeout_sec": toml.verifier.environment.build_timeout_sec,
         "collect": [h.model_dump() for h in toml.verifier.collect],
         "artifacts": toml.artifacts or ["/logs/artifacts/model.patch"],
-        "test_files": files_map(task_dir / "tests"),
+        "test_files": tests,
+        "verifier_files_missing": missing_verifier_files(tests),
         "solution_files": solution,
         "gold_patch": gold if isinstance(gold, str) else None,
         "solution_script": script if isinstance(script, str) else None,

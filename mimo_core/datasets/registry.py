@@ -29,9 +29,10 @@ def canonical_name(name: str) -> str:
     return name
 
 
-def get_dataset_type(name: str) -> DatasetType:
+def get_dataset_type(name: str, collect: str = "strict") -> DatasetType:
+    """A fresh instance per rollout; `collect` is the config's `grading.collect` (strict | lenient)."""
     module, _, cls = _TYPES[canonical_name(name)].partition(":")
-    return getattr(importlib.import_module(module), cls)()
+    return getattr(importlib.import_module(module), cls)(collect=collect)
 
 
 def infer_type(row: dict[str, Any]) -> str:

@@ -97,6 +97,9 @@ class RepoDatasetType:
     row_model: ClassVar[type[Task]] = RepoTask
     default_cwd: ClassVar[str] = "/testbed"
 
+    def __init__(self, collect: str = "strict") -> None:
+        self.collect = collect  # grading.collect: only types with their own collect rules (deepswe) differ
+
     # --- sandbox ----------------------------------------------------------------------------------
     def task_cwd(self, task: Task) -> str:
         return task.cwd or self.default_cwd
@@ -114,6 +117,7 @@ class RepoDatasetType:
             dockerfile_dir = getattr(task, "dockerfile_dir", None)
             if dockerfile_dir and isinstance(task, RepoTask):
                 spec.dockerfile_dir = str(task.resolve(dockerfile_dir))
+            spec.build_timeout = getattr(task, "build_timeout_sec", None)
         return spec
 
     def paths(self, env: Environment, task: Task) -> PathMap:

@@ -26,6 +26,7 @@ class SandboxSpec(BaseModel):
     network: bool = True  # False: no network at all
     labels: dict[str, str] = Field(default_factory=dict)  # run id, instance, config: for cleanup
     dockerfile_dir: str | None = None  # build context used when `image` is absent or unavailable
+    build_timeout: float | None = None  # seconds to build it (the task's own); None: environment.startup_timeout
     seed_dir: str | None = None  # host folder copied into `cwd` before setup (local repos)
 
 

@@ -101,7 +101,7 @@ class DockerEnvironment:
         from mimo_core.environments.docker_images import ensure_image
 
         self.image = ensure_image(self.client, self.spec.image, self.spec.dockerfile_dir,
-                                  self.config.startup_timeout, self.options.fallback_image,
+                                  self.spec.build_timeout or self.config.startup_timeout, self.options.fallback_image,
                                   image_prefix=self.config.image_prefix)
         try:
             self.container = self._create()

@@ -15,3 +15,6 @@ class Grade(BaseModel):
     passed: bool = False
     details: dict[str, Any] = Field(default_factory=dict)  # becomes reward_extra_info.json
     infra_error: str | None = None
+    # A host folder holding a copy of what the verifier wrote (its logs folder, its full output); the
+    # rollout moves it to `verifier/` in the rollout folder. Not part of any record.
+    evidence_dir: str | None = Field(default=None, exclude=True)

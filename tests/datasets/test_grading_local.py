@@ -84,16 +84,60 @@ def test_separate_verifier_applies_patch_itself_and_reports_apply_failed(
     assert grade.passed
 
 
-def test_collect_hooks_extract_the_agents_change(demo_tasks: dict[str, Task], new_env: Factory) -> None:
+def _fix_slug(env) -> None:  # noqa: ANN001
+    slug = f"{env.spec.cwd}/textutil/slug.py"
+    env.write_file(slug, env.read_file(slug).replace(b'"-", text)', b'"-", text).strip("-")'))
+
+
+def test_strict_collect_runs_the_hooks_verbatim_so_uncommitted_work_is_not_graded(
+    demo_tasks: dict[str, Task], new_env: Factory
+) -> None:
+    task = demo_tasks["py-slugify-edges"]  # separate verifier, hook `git diff --binary <root> HEAD`
+    dtype = get_dataset_type(task.dataset_type)
+    env = started(task, new_env)
+    _fix_slug(env)
+    assert dtype.collect_submission(env, task) == ""
+    assert env.read_file(f"{env.scratch_dir}/logs/artifacts/model.patch") == b""
+    grade = dtype.grade(env, task, "", new_env)
+    assert grade.reward == 0.0 and grade.details["collect_mode"] == "strict"
+    assert grade.details["uncommitted_files"] == 1
+
+
+def test_strict_collect_grades_committed_work(demo_tasks: dict[str, Task], new_env: Factory) -> None:
     task = demo_tasks["py-slugify-edges"]
     dtype = get_dataset_type(task.dataset_type)
     env = started(task, new_env)
-    slug = f"{env.spec.cwd}/textutil/slug.py"
-    env.write_file(slug, env.read_file(slug).replace(b'"-", text)', b'"-", text).strip("-")'))
+    _fix_slug(env)
+    env.execute("git -c user.name=a -c user.email=a@b commit -qam fix")
     submission = dtype.collect_submission(env, task)
     assert 'text).strip("-")' in submission and submission.startswith("diff --git a/textutil/slug.py")
-    assert env.read_file(f"{env.scratch_dir}/logs/artifacts/model.patch").decode() == submission
     assert dtype.grade(env, task, submission, new_env).passed
+
+
+def test_lenient_collect_commits_the_agents_changes_first(demo_tasks: dict[str, Task], new_env: Factory) -> None:
+    task = demo_tasks["py-slugify-edges"]
+    dtype = get_dataset_type(task.dataset_type, collect="lenient")
+    env = started(task, new_env)
+    _fix_slug(env)
+    submission = dtype.collect_submission(env, task)
+    assert 'text).strip("-")' in submission
+    assert env.read_file(f"{env.scratch_dir}/logs/artifacts/model.patch").decode() == submission
+    grade = dtype.grade(env, task, submission, new_env)
+    assert grade.passed and grade.details["collect_mode"] == "lenient" and grade.details["committed_for_agent"]
+
+
+def test_a_hook_that_writes_nothing_gives_no_patch_in_strict_mode_and_our_diff_in_lenient(
+    demo_tasks: dict[str, Task], new_env: Factory
+) -> None:
+    base = demo_tasks["py-slugify-edges"]
+    task = base.model_copy(update={"collect": [h.model_copy(update={"command": "true"}) for h in base.collect]})
+    for mode, expect_fix in (("strict", False), ("lenient", True)):
+        dtype = get_dataset_type(task.dataset_type, collect=mode)
+        env = started(task, new_env)
+        _fix_slug(env)
+        submission = dtype.collect_submission(env, task)
+        assert ('text).strip("-")' in submission) is expect_fix
+        assert dtype.grade(env, task, submission, new_env).passed is expect_fix
 
 
 def test_shared_verifier_grades_the_working_tree_in_place(demo_tasks: dict[str, Task], new_env: Factory) -> None:

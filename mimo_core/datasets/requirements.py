@@ -1,0 +1,100 @@
+"""What a row needs before any sandbox starts, checked at plan time and again by each rollout.
+
+An infrastructure or configuration problem must never be recorded as the model's 0: a row that needs
+its image cannot be run on the host, and a row whose verifier files are missing cannot be graded.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from mimo_core.config import EnvironmentConfig, MimoConfig, NamedConfig
+from mimo_core.datasets.base import Task
+from mimo_core.errors import ConfigError, MimoError, SandboxError
+from mimo_core.grading.grade import Grade
+
+HOST_SWITCH = "environment.run_image_tasks_on_host: true"
+EVIDENCE_DIR = "verifier"  # in the rollout folder: what the verifier wrote, and its whole output
+
+
+class UngradableTask(MimoError):
+    """The row can never be graded as it is (missing verifier files): a grading_error, nothing run."""
+
+
+def needs_image(task: Task) -> str | None:
+    """Why the row cannot run without its image, or None.
+
+    A row that names an image or a Dockerfile needs it, unless the row brings its starting files itself
+    (`repo_archive`, `repo_dir` — a Harbor task's `environment/repo/` — or a `setup_script`): that is how
+    a task says it also runs on a plain host.
+    """
+    image, dockerfile = task.image, getattr(task, "dockerfile_dir", None)
+    if not image and not dockerfile:
+        return None
+    if any(getattr(task, f, None) for f in ("repo_archive", "repo_dir", "setup_script")):
+        return None
+    return f"its image {image!r}" if image else f"the image built from {dockerfile}/Dockerfile"
+
+
+def backend_problem(task: Task, env: EnvironmentConfig) -> str | None:
+    """A one-line error when the row cannot run on the configured backend."""
+    if env.environment_class != "local" or env.run_image_tasks_on_host:
+        return None
+    need = needs_image(task)
+    if need is None:
+        return None
+    return (f"row {task.instance_id} needs {need} (its repository and verifier live there); use "
+            f"environment_class: docker, or set {HOST_SWITCH} to run it on the host anyway")
+
+
+def grading_problem(task: Task) -> str | None:
+    """Why the row can never be graded (files its verifier needs are missing), or None."""
+    missing = getattr(task, "verifier_files_missing", None)
+    if missing:
+        return f"the task's verifier files are missing ({', '.join(missing)}): it cannot be graded"
+    return None
+
+
+def check_runnable(pairs: Iterable[tuple[Task, NamedConfig]]) -> None:
+    """Plan time: every row that cannot run on its config's backend, in one error (exit 2)."""
+    problems: dict[str, Any] = {}
+    for task, config in pairs:
+        problem = backend_problem(task, config.config.environment)
+        if problem and task.instance_id not in problems:
+            problems[task.instance_id] = f"config {config.name}: {problem}"
+    if problems:
+        lines = list(problems.values())
+        shown = lines[:20] + ([f"... and {len(lines) - 20} more"] if len(lines) > 20 else [])
+        raise ConfigError(f"{len(lines)} row(s) cannot run on the local environment:\n" + "\n".join(shown))
+
+
+def preflight(task: Task, config: MimoConfig) -> None:
+    """Each rollout, before any sandbox: the same rules as plan time, for callers that skip planning."""
+    if (problem := grading_problem(task)) is not None:
+        raise UngradableTask(problem)
+    if (problem := backend_problem(task, config.environment)) is not None:
+        raise SandboxError(problem)
+
+
+def with_task_limits(config: MimoConfig, task: Task) -> MimoConfig:
+    """The task's own agent timeout (Harbor `[agent].timeout_sec`) is the agent's wall-clock limit unless
+    the config sets a stricter one."""
+    task_limit = getattr(task, "agent_timeout_sec", None) or 0.0
+    configured = config.agent.time_limit
+    if task_limit <= 0 or (configured and configured <= task_limit):
+        return config
+    return config.model_copy(update={"agent": config.agent.model_copy(update={"time_limit": task_limit})})
+
+
+def keep_verifier_evidence(grade: Grade, rollout_dir: Path) -> None:
+    """Move the verifier's copied logs folder into the rollout folder (`verifier/`)."""
+    if not grade.evidence_dir:
+        return
+    dest = rollout_dir / EVIDENCE_DIR
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.move(grade.evidence_dir, dest)
+    grade.evidence_dir = None

@@ -1,0 +1,52 @@
+"""The verifier's evidence, kept: everything it wrote under its logs folder plus its full output, copied
+out of the sandbox before the sandbox goes, and a per-test summary for reward_extra_info.json."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mimo_core.environments.base import Environment
+from mimo_core.grading.grade import Grade
+from mimo_core.grading.test_outcomes import summarise_folder
+
+MAX_EVIDENCE_BYTES = 200 * 1024 * 1024  # a verifier that writes more keeps only its reports (*.json, reward.*)
+OUTPUT_FILE = "verifier_output.txt"  # the verifier command's whole stdout+stderr (the record keeps a tail)
+
+
+def _size(env: Environment, folder: str) -> int:
+    res = env.execute(f"du -sb {shlex.quote(folder)} 2>/dev/null | cut -f1", timeout=60)
+    try:
+        return int(res.output.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return 0
+
+
+def keep_evidence(env: Environment, verifier_dir: str, output: str, grade: Grade, test_config: Any) -> None:
+    """Copy `verifier_dir` to a host folder named in `grade.evidence_dir`; add `tests` (the summary) to
+    the grade's details. Copy failures are noted in the details, never fatal: the reward stands."""
+    dest = Path(tempfile.mkdtemp(prefix="mimo-verifier-"))
+    try:
+        if _size(env, verifier_dir) <= MAX_EVIDENCE_BYTES:
+            env.copy_out(verifier_dir, dest)
+        else:
+            grade.details["verifier_evidence_truncated"] = f"over {MAX_EVIDENCE_BYTES} bytes: reports only"
+            listing = env.execute(f"cd {shlex.quote(verifier_dir)} && find . -type f \\( -name '*.json' -o "
+                                  "-name 'reward.*' \\) -size -20M", timeout=60)
+            for rel in listing.output.split():
+                env.copy_out(f"{verifier_dir}/{rel[2:]}", dest / rel[2:])
+    except Exception as e:  # noqa: BLE001 - evidence is best effort; the verdict is already read
+        grade.details["verifier_evidence_error"] = f"{type(e).__name__}: {e}"
+    (dest / OUTPUT_FILE).write_text(output, encoding="utf-8")
+    grade.evidence_dir = str(dest)
+    if isinstance(test_config, str):
+        try:
+            test_config = json.loads(test_config)
+        except ValueError:
+            test_config = None
+    summary = summarise_folder(dest, test_config)
+    if summary is not None:
+        grade.details["tests"] = summary.model_dump()
