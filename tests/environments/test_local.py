@@ -193,9 +193,10 @@ def test_bwrap_has_no_network(make_env: MakeEnv) -> None:
     try:
         probe = f"exec 3<>/dev/tcp/127.0.0.1/{listener.port} && echo connected"
         assert make_env().execute(probe, timeout=5).output.strip() == "connected"
-        inside = make_env(sandbox="bwrap").execute(probe + "; ls /sys/class/net", timeout=5)
+        # /proc/net/dev lists the sandbox's own namespace (/sys is the host's: it shows host veths)
+        inside = make_env(sandbox="bwrap").execute(probe + "; awk -F: 'NR>2{print $1}' /proc/net/dev", timeout=5)
         assert "connected" not in inside.output
-        assert inside.output.split()[-1] == "lo"
+        assert inside.output.split()[-1] == "lo" and "veth" not in inside.output
     finally:
         listener.close()
 
