@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from mimo_core.errors import MimoError
 
 EXIT_BAD_INPUT = 2
+EXIT_ALL_INFRA = 3  # every rollout this run ran ended in an infrastructure error (nothing was graded)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -41,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help='deep-merged into every config, e.g. \'{"agent": {"step_limit": 50}}\'')
     p.add_argument("--recalc-input", default=None, metavar="gt|DIR",
                    help="grade the reference solution (gt) or the submissions saved in DIR; no agent runs")
-    p.add_argument("-o", "--output", required=True, help="output folder")
+    p.add_argument("-o", "--output", required=True, help="output folder (one mimoagent at a time writes to it)")
+    p.add_argument("--allow-empty", action="store_true", help="a dataset (or selection) of 0 rows is not an error")
     p.add_argument("--run-id", default=None, help=argparse.SUPPRESS)
     return p
 
@@ -103,18 +105,28 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from mimo_core.batch import new_run_id, plan_jobs
+    from mimo_core.batch import new_run_id
+    from mimo_core.cli_inputs import check_not_empty, check_output_dir
     from mimo_core.config import load_configs, parse_override
     from mimo_core.datasets.loader import load_tasks, select_tasks
-    from mimo_core.observers import load_observers
+    from mimo_core.output_lock import output_lock
 
     _check_flags(args)
     configs = load_configs(args.config, [parse_override(o) for o in args.override_config])
     if args.recalc_input is None:
         _warm_models(configs)
     tasks = select_tasks(load_tasks(args.dataset, args.split), args.slice, args.filter, args.shuffle, args.seed)
-    output = Path(args.output)
+    check_not_empty(len(tasks), args.dataset, bool(args.slice or args.filter), args.allow_empty)
+    output = check_output_dir(args.output)
     run_id = args.run_id or new_run_id()
+    with output_lock(output, run_id):
+        return _run_locked(args, configs, tasks, output, run_id)
+
+
+def _run_locked(args: argparse.Namespace, configs: list[Any], tasks: list[Any], output: Path, run_id: str) -> int:
+    from mimo_core.batch import plan_jobs
+    from mimo_core.observers import load_observers
+
     jobs = plan_jobs(tasks, configs, args.num_rollouts, output, run_id, args.redo_existing, args.seed,
                      args.recalc_input)
     skipped = len(tasks) * args.num_rollouts - len(jobs) if args.recalc_input in (None, "gt") else 0
@@ -131,11 +143,15 @@ def _run(args: argparse.Namespace) -> int:
         r.start([{"instance_id": j.task.instance_id, "config_name": j.config.name, "rollout_index": j.rollout_index}
                  for j in jobs])
     try:
-        _run_with_progress(jobs, args.workers, observers, args.recalc_input is not None)
+        records = _run_with_progress(jobs, args.workers, observers, args.recalc_input is not None)
     finally:
         for r in observers:
             r.finish()
     _print_summary(output)
+    if records and all(r.infra_error for r in records):
+        print(f"mimoagent: every rollout of this run ({len(records)}) ended in an infrastructure error; "
+              f"see {output / 'results.jsonl'}", file=sys.stderr)
+        return EXIT_ALL_INFRA
     return 0
 
 

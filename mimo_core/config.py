@@ -44,11 +44,11 @@ class AgentConfig(_Strict):
     )
     system_template: str = "You are a helpful coding agent. Your working directory is {{cwd}}."
     instance_template: str = "{{task}}"
-    step_limit: int = 250  # 0 = unlimited
-    cost_limit: float = 0.0  # dollars; 0 = unlimited
-    time_limit: float = 0.0  # seconds of wall time for the agent loop; 0 = unlimited
-    max_format_errors: int = 3  # consecutive malformed tool calls before the rollout ends
-    observation_max_chars: int = 10000  # longer tool output keeps head + tail
+    step_limit: int = Field(250, ge=0)  # 0 = unlimited
+    cost_limit: float = Field(0.0, ge=0)  # dollars; 0 = unlimited
+    time_limit: float = Field(0.0, ge=0)  # seconds of wall time for the agent loop; 0 = unlimited
+    max_format_errors: int = Field(3, ge=0)  # consecutive malformed tool calls before the rollout ends
+    observation_max_chars: int = Field(10000, gt=0)  # longer tool output keeps head + tail
     # Blackbox CLI agents only (agent.type claude-code, codex, ...): see mimo_core/agents/cli/.
     version: str | None = None  # the CLI's pinned version; None = the adapter's default
     allow_latest: bool = False  # `version: latest` is refused unless this is set
@@ -66,10 +66,10 @@ class AgentConfig(_Strict):
 
 
 class RetryConfig(_Strict):
-    max_attempts: int = 6
-    initial_delay: float = 1.0
-    max_delay: float = 60.0
-    timeout: float = 600.0  # per-request timeout, seconds
+    max_attempts: int = Field(6, ge=1)
+    initial_delay: float = Field(1.0, ge=0)
+    max_delay: float = Field(60.0, ge=0)
+    timeout: float = Field(600.0, gt=0)  # per-request timeout, seconds
 
 
 class PricingConfig(_Strict):
@@ -98,14 +98,14 @@ class JudgeAgentConfig(_Strict):
 class EnvironmentConfig(_Strict):
     environment_class: str = "local"  # local | docker | package.module:Class
     cwd: str | None = None  # for rows that name no cwd (a row's own cwd wins), else the type's default
-    timeout: float = 300.0  # default per-command timeout, seconds
+    timeout: float = Field(300.0, gt=0)  # default per-command timeout, seconds
     sandbox: Literal["none", "bwrap"] = "none"  # local backend only
     image_prefix: str = ""
     # local only: rows that need their image (docker_image / Dockerfile, no seed of their own) are refused
     # at plan time unless this says to run them on the host anyway
     run_image_tasks_on_host: bool = False
     env: dict[str, str] = Field(default_factory=dict)
-    startup_timeout: float = 600.0
+    startup_timeout: float = Field(600.0, gt=0)
     judge_agent: JudgeAgentConfig | None = None
     backend_kwargs: dict[str, Any] = Field(default_factory=dict)  # passed to the backend as-is
 
@@ -211,7 +211,12 @@ def load_config(path: str | Path, overrides: list[dict[str, Any]] | None = None)
         raise ConfigError(f"{path}: config file not found") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: invalid YAML: {e}") from None
-    raw = raw or {}
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a config file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not valid UTF-8 (at byte {e.start})") from None
+    if raw is None:
+        raise ConfigError(f"{path}: the config file is empty (write at least a model: block)")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: top level must be a mapping with agent/environment/model blocks")
     for patch in overrides or []:

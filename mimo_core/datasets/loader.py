@@ -24,8 +24,14 @@ MAX_REPORTED = 50
 
 def _read_jsonl(path: Path, errors: list[str]) -> list[tuple[int, Any]]:
     rows: list[tuple[int, Any]] = []
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                errors.append(f"{path}: row {number}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column "
+                              f"{e.start + 1})")
+                continue
             if not line.strip():
                 continue
             try:
@@ -149,9 +155,11 @@ def parse_slice(text: str) -> slice:
         if len(parts) > 3:
             raise ValueError
         values = [int(p) if p.strip() else None for p in parts]
-        return slice(*values)
     except ValueError:
         raise ConfigError(f"--slice: {text!r} is not a slice; use A:B, A:, :B or N") from None
+    if len(values) == 3 and values[2] == 0:
+        raise ConfigError(f"--slice: {text!r}: the step cannot be 0")
+    return slice(*values)
 
 
 def select_tasks(tasks: list[Task], slice: str | None = None, filter: str | None = None,

@@ -7,12 +7,13 @@ Everything goes through Environment methods and the PathMap, so each type runs o
 from __future__ import annotations
 
 import base64
+import binascii
 import shlex
 import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.base_repo import prepared_base
@@ -50,6 +51,17 @@ class RepoTask(Task):
     memory_mb: int | None = None
     network: bool = True
     test_files: dict[str, Any] = Field(default_factory=dict)  # path → text, or {content, encoding: base64}
+
+    @field_validator("repo_archive")
+    @classmethod
+    def _archive_is_base64(cls, v: str | None) -> str | None:
+        """Checked at load, so a bad row stops the run before anything starts instead of failing later."""
+        if v is not None:
+            try:
+                base64.b64decode("".join(v.split()), validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError("not valid base64 (expected a base64-encoded .tar.gz)") from None
+        return v
 
     @model_validator(mode="before")
     @classmethod

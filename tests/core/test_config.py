@@ -61,7 +61,7 @@ def test_bad_override_is_a_config_error() -> None:
 
 
 def test_assignment_is_seeded_and_independent_of_order(tmp_path: Path) -> None:
-    configs = load_configs([str(_write(tmp_path, "", "a.yaml")), str(_write(tmp_path, "", "b.yaml"))])
+    configs = load_configs([str(_write(tmp_path, "model: {}\n", name)) for name in ("a.yaml", "b.yaml")])
     ids = [f"inst-{i}" for i in range(40)]
     first = {i: assign_config(i, configs, seed=1).name for i in ids}
     again = {i: assign_config(i, configs, seed=1).name for i in reversed(ids)}

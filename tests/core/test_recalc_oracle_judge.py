@@ -59,7 +59,7 @@ def test_recalc_from_dir_regrades_saved_submissions(tmp_path: Path, scripted_llm
 
 def test_recalc_into_its_own_source_is_refused(tmp_path: Path, scripted_llm) -> None:
     data, cfg = write_tasks(tmp_path), write_config(tmp_path, "cfg")
-    scripted_llm.set_responder(call("submit"))
+    scripted_llm.set_responder(turns(call("submit")))
     out = tmp_path / "out"
     assert run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm).returncode == 0
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "--recalc-input", str(out), "-o", str(out)],

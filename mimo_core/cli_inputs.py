@@ -1,0 +1,41 @@
+"""Checks of the CLI's inputs that must fail before anything starts: one line naming the flag and the path."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from mimo_core.errors import ConfigError
+
+
+def check_output_dir(text: str) -> Path:
+    """`-o` must be a folder we can create and write: not a file, not under a file, not read-only."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"-o {text}: is a file, not a folder")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"-o {text}: {parent} is a file, so no folder can be made under it")
+            break
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise ConfigError(f"-o {text}: cannot write there ({e.strerror or e})") from None
+    return path
+
+
+def check_not_empty(n_tasks: int, dataset: str, selected: bool, allow_empty: bool) -> None:
+    """An empty dataset is almost always a wrong path or filter: say so instead of reporting success."""
+    if n_tasks == 0 and not allow_empty:
+        how = " after --filter/--slice" if selected else ""
+        raise ConfigError(f"--dataset {dataset}: 0 rows{how}; nothing to run (--allow-empty accepts this)")
+
+
+def writable_space(path: Path) -> int:
+    """Free bytes where results are written (for the full-disk message)."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize

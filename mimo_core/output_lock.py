@@ -1,0 +1,64 @@
+"""One writer per output folder: a second `mimoagent` on the same `-o` stops with the holder's name.
+
+The lock is an `flock` on `<output>/.mimoagent.lock`, which the kernel drops when its holder dies, so a
+lock left by a killed run is stale by construction and the next run takes it. The file also holds who
+took it (pid, host, run id, start time) for the error message; it is emptied when the run ends.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from mimo_core.errors import MimoError
+
+LOCK_FILE = ".mimoagent.lock"
+
+
+class OutputLocked(MimoError):
+    """Another live mimoagent process writes to this output folder."""
+
+
+def _holder(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _describe(holder: dict[str, object]) -> str:
+    if not holder:
+        return "another mimoagent process"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(holder.get("started", 0) or 0)))
+    return (f"mimoagent pid {holder.get('pid')} on host {holder.get('host')} (run {holder.get('run_id')}, "
+            f"since {since})")
+
+
+@contextmanager
+def output_lock(output: Path, run_id: str) -> Iterator[None]:
+    """Hold the output folder's lock for the duration of a run; raise OutputLocked if a live run holds it."""
+    output.mkdir(parents=True, exist_ok=True)
+    path = output / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputLocked(f"-o {output}: in use by {_describe(_holder(path))}; wait for it to finish "
+                               "or choose another output folder") from None
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id, "started": time.time()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # releases the flock
