@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from mimo_core.cli import EXIT_ALL_INFRA
+from mimo_core.testing.scripted_llm import call, turns
 from mimo_core.testing.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
-from mimo_core.testing.scripted_llm import call, turns
 
 
 def test_every_rollout_an_infra_error_exits_non_zero(workdir: Path, scripted_llm) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from mimo_core.output_lock import LOCK_FILE
 from mimo_core.results import ResultsStore
+from mimo_core.testing.scripted_llm import call, turns
 from mimo_core.testing.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, SECRET, base_url, run_cli
-from mimo_core.testing.scripted_llm import call, turns
 
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
 
