@@ -114,7 +114,7 @@ def main() -> None:
     ap.add_argument("--register", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=8)
     args = ap.parse_args()
-    from mimo_assets.home import dagster_home
+    from mimo_assets.helpers.home import dagster_home
 
     # Time what a user's machine does: byte-code cached (a sandbox may set PYTHONDONTWRITEBYTECODE, which
     # makes every process compile Dagster's ~1,300 modules from source).

@@ -6,8 +6,8 @@ from pathlib import Path
 import polars as pl
 from dagster import AssetCheckExecutionContext, AssetCheckResult, MetadataValue, asset_check
 
+from mimo_assets.asset_keys import GRADED_RESULTS
 from mimo_assets.assets.results import RESULTS_PARQUET, results_table
-from mimo_assets.events import GRADED_RESULTS
 from mimo_assets.partitions import partition_key
 from mimo_core.results import ResultsStore
 from mimo_core.trajectory import Trajectory

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dagster import Definitions
+from dagster import Definitions, ResourceDefinition
 
 from mimo_assets.assets.analytics import ab_comparison, exit_statuses, pass_at_k, pass_rates, usage_by_config
 from mimo_assets.assets.datasets import config_files, load_dataset
 from mimo_assets.assets.results import results_table
 from mimo_assets.assets.rollouts import rollouts
 from mimo_assets.checks import no_missing_partitions, rewards_in_range, trajectories_validate
-from mimo_assets.jobs import evaluate_job
+from mimo_assets.jobs import analytics_job, evaluate_job, register_configs_job
 from mimo_assets.schedules import nightly_eval
-from mimo_assets.sensors import analytics_after_new_results, analytics_job, new_config_files, register_configs_job
+from mimo_assets.sensors import analytics_after_new_results, new_config_files
 from resources import ModelEndpoint, OutputStore, SandboxBackend
 
 defs = Definitions(
@@ -21,5 +21,9 @@ defs = Definitions(
     jobs=[evaluate_job, analytics_job, register_configs_job],
     schedules=[nightly_eval],
     sensors=[new_config_files, analytics_after_new_results],
-    resources={"output_store": OutputStore(), "model_endpoint": ModelEndpoint(), "sandbox_backend": SandboxBackend()},
+    resources={
+        "output_store": OutputStore(), "model_endpoint": ModelEndpoint(), "sandbox_backend": SandboxBackend(),
+        # Set only in the process that records a CLI run (cli_recording.record.execute_feed).
+        "cli_feed": ResourceDefinition.none_resource(description="a CLI run's finished records, when recording one"),
+    },
 )

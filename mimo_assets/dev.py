@@ -7,7 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from mimo_assets.home import dagster_home
+from mimo_assets.helpers.home import dagster_home
 
 WORKSPACE = Path(__file__).resolve().parent.parent / "workspace.yaml"
 

@@ -1,25 +1,53 @@
-"""The `evaluate` job: one run per dataset × config set, however many partitions it covers."""
-
+"""Jobs: `evaluate` (one run per dataset × config set, however many partitions it covers; also the run
+a CLI invocation is recorded as), `refresh_analytics` and `register_configs`."""
 
 from collections.abc import Iterator
 
-from dagster import AssetMaterialization, OpExecutionContext, job, op
+from dagster import (
+    AssetMaterialization,
+    AssetSelection,
+    Config,
+    OpExecutionContext,
+    ResourceParam,
+    define_asset_job,
+    job,
+    op,
+)
+from pydantic import Field
 
-from mimo_assets.cli_recording.feed import get_feed
-from mimo_assets.runs import EvaluateConfig, execute, record_cli_run, run_tags
+from mimo_assets.asset_keys import ANALYTICS_GROUP, CONFIG_FILES
+from mimo_assets.cli_recording.feed import Feed
+from mimo_assets.cli_recording.record import record_cli_run
+from mimo_assets.helpers.evaluate import execute
+from mimo_assets.helpers.events import run_tags
 from resources import ModelEndpoint, OutputStore, SandboxBackend
 
 EVALUATE_JOB = "evaluate"
 
 
+class EvaluateConfig(Config):
+    """A dataset × config set, like a `mimoagent` command line (launchpad, schedules)."""
+
+    dataset: str = Field(default="", description="JSONL/parquet/Harbor folder/HF name; default $MIMOAGENT_DATASET")
+    split: str | None = None
+    slice: str | None = None
+    filter: str | None = None
+    configs: list[str] = Field(default_factory=list, description="config files; default: every registered one")
+    num_rollouts: int = 1
+    workers: int = 4
+    redo_existing: bool = False
+    recalc: str | None = None
+    output_dir: str = Field(default="", description="default: <output root>/runs/<run name>")
+
+
 @op(out={})
 def evaluate_op(
     context: OpExecutionContext, config: EvaluateConfig, output_store: OutputStore,
-    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend,
+    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, cli_feed: ResourceParam[Feed | None],
 ) -> Iterator[AssetMaterialization]:
-    """Run (or, for a CLI run, record) rollouts; log each partition's materializations as it finishes."""
-    if config.feed:
-        yield from record_cli_run(context.instance, get_feed(config.feed), output_store.datasets_dir(), context.log)
+    """Run (or, given a CLI run's feed, record) rollouts; log each partition's materializations as it finishes."""
+    if cli_feed is not None:
+        yield from record_cli_run(context.instance, cli_feed, output_store.datasets_dir(), context.log)
         return
     tags = run_tags({k: v for k, v in context.run.tags.items() if k.startswith("mimoagent/")})
     yield from execute(context.instance, config, context.run.run_id, output_store, model_endpoint, sandbox_backend,
@@ -29,3 +57,10 @@ def evaluate_op(
 @job(name=EVALUATE_JOB, description="Evaluate a dataset × config set: rollouts, judge scores, graded results.")
 def evaluate_job() -> None:
     evaluate_op()
+
+
+analytics_job = define_asset_job(
+    "refresh_analytics", selection=AssetSelection.groups(ANALYTICS_GROUP),
+    description="Rebuild the results table and every analytics asset (and run their checks).",
+)
+register_configs_job = define_asset_job("register_configs", selection=AssetSelection.assets(CONFIG_FILES))

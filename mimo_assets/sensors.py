@@ -7,25 +7,18 @@ import os
 from pathlib import Path
 
 from dagster import (
-    AssetKey,
-    AssetSelection,
     DagsterRunStatus,
     RunRequest,
     RunsFilter,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
-    define_asset_job,
     sensor,
 )
 
-from mimo_assets.assets.datasets import yaml_files
-
-analytics_job = define_asset_job(
-    "refresh_analytics", selection=AssetSelection.groups("analytics"),
-    description="Rebuild the results table and every analytics asset (and run their checks).",
-)
-register_configs_job = define_asset_job("register_configs", selection=AssetSelection.assets("config_files"))
+from mimo_assets.asset_keys import GRADED_RESULTS
+from mimo_assets.helpers.inputs import yaml_files
+from mimo_assets.jobs import analytics_job, register_configs_job
 
 
 def config_dir() -> Path:
@@ -53,7 +46,7 @@ def analytics_after_new_results(context: SensorEvaluationContext) -> SensorResul
     """Refresh the results table and analytics once new graded results have landed and nothing is still
     writing them. Watching the graded results themselves (not runs of one job) catches CLI runs, which
     execute in their own process, as well as UI runs, backfills and the nightly schedule."""
-    records = context.instance.fetch_materializations(AssetKey("graded_results"), limit=1).records
+    records = context.instance.fetch_materializations(GRADED_RESULTS, limit=1).records
     if not records:
         return SkipReason("no graded results yet")
     latest = records[0].storage_id

@@ -10,12 +10,19 @@ import json
 import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from mimo_assets import stats
+from mimo_assets.asset_keys import (
+    AB_COMPARISON,
+    ANALYTICS_GROUP,
+    EXIT_STATUSES,
+    PASS_AT_K,
+    PASS_RATES,
+    RESULTS_TABLE,
+    USAGE_BY_CONFIG,
+)
 from mimo_assets.assets.results import RESULTS_PARQUET
-from mimo_assets.plots import pass_rate_png, write_png
+from mimo_assets.helpers import stats
+from mimo_assets.helpers.plots import pass_rate_png, write_png
 from resources import OutputStore
-
-GROUP = "analytics"
 
 
 def _table(store: OutputStore) -> pl.DataFrame:
@@ -29,7 +36,7 @@ def _publish(store: OutputStore, name: str, df: pl.DataFrame, **extra: object) -
                                        "path": MetadataValue.path(str(path)), "rows": df.height, **extra})
 
 
-@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+@asset(key=PASS_RATES, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def pass_rates(output_store: OutputStore) -> MaterializeResult:
     """Pass rate per config with a 95% Wilson interval, and the plot."""
     df = stats.pass_rate_by_config(_table(output_store))
@@ -38,13 +45,13 @@ def pass_rates(output_store: OutputStore) -> MaterializeResult:
     return _publish(output_store, "pass_rates", df, plot=MetadataValue.md(md), plot_path=MetadataValue.path(str(png)))
 
 
-@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+@asset(key=PASS_AT_K, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def pass_at_k(output_store: OutputStore) -> MaterializeResult:
     """Unbiased pass@k per config for k up to the rollouts every instance has."""
     return _publish(output_store, "pass_at_k", stats.pass_at_k_by_config(_table(output_store)))
 
 
-@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+@asset(key=AB_COMPARISON, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def ab_comparison(context: AssetExecutionContext, output_store: OutputStore) -> MaterializeResult:
     """Every pair of configs on the instances both ran: B − A with its 95% interval, flipped instances."""
     pairs = stats.all_pairs(_table(output_store))
@@ -57,13 +64,13 @@ def ab_comparison(context: AssetExecutionContext, output_store: OutputStore) -> 
     return _publish(output_store, "ab_comparison", df, pairs=MetadataValue.json(json.loads(json.dumps(pairs))))
 
 
-@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+@asset(key=USAGE_BY_CONFIG, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def usage_by_config(output_store: OutputStore) -> MaterializeResult:
     """Cost, tokens, steps and duration per config."""
     return _publish(output_store, "usage_by_config", stats.usage_by_config(_table(output_store)))
 
 
-@asset(group_name=GROUP, deps=["results_table"], kinds={"polars"})
+@asset(key=EXIT_STATUSES, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def exit_statuses(output_store: OutputStore) -> MaterializeResult:
     """How rollouts ended, per config."""
     return _publish(output_store, "exit_statuses", stats.exit_statuses_by_config(_table(output_store)))

@@ -8,11 +8,10 @@ from pathlib import Path
 from dagster import AssetExecutionContext, AssetMaterialization, AssetSpec, Config, multi_asset
 from pydantic import Field
 
-from mimo_assets.inputs import config_events, dataset_events, registered_configs
-from mimo_assets.runs import run_tags
+from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL, DATASET_ROWS, INPUTS_GROUP
+from mimo_assets.helpers.events import run_tags
+from mimo_assets.helpers.inputs import config_events, dataset_events, registered_configs, yaml_files
 from resources import OutputStore
-
-GROUP = "inputs"
 
 
 class DatasetConfig(Config):
@@ -22,9 +21,9 @@ class DatasetConfig(Config):
 
 @multi_asset(
     specs=[
-        AssetSpec("dataset_rows", group_name=GROUP, skippable=True, kinds={"python"},
+        AssetSpec(DATASET_ROWS, group_name=INPUTS_GROUP, skippable=True, kinds={"python"},
                   description="The benchmark's rows as published (a file, a Harbor folder or a HF dataset)."),
-        AssetSpec("converted_jsonl", deps=["dataset_rows"], group_name=GROUP, skippable=True, kinds={"json"},
+        AssetSpec(CONVERTED_JSONL, deps=[DATASET_ROWS], group_name=INPUTS_GROUP, skippable=True, kinds={"json"},
                   description="Validated mimoagent JSONL; loading it registers one `instance` partition per row."),
     ],
     name="load_dataset",
@@ -48,15 +47,8 @@ class ConfigFilesConfig(Config):
     directory: str = Field(default="", description="register every *.yaml here (default $MIMOAGENT_CONFIG_DIR)")
 
 
-def yaml_files(directory: str) -> list[str]:
-    if not directory:
-        return []
-    root = Path(directory).expanduser()
-    return sorted(str(p.resolve()) for p in [*root.glob("*.yaml"), *root.glob("*.yml")]) if root.is_dir() else []
-
-
 @multi_asset(
-    specs=[AssetSpec("config_files", group_name=GROUP, skippable=True, kinds={"yaml"},
+    specs=[AssetSpec(CONFIG_FILES, group_name=INPUTS_GROUP, skippable=True, kinds={"yaml"},
                      description="Registered config files (name → path); each is one `config` partition.")],
     name="config_files",
 )

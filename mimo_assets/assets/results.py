@@ -3,14 +3,15 @@
 
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from mimo_assets.stats import to_markdown
-from mimo_assets.table import collect
+from mimo_assets.asset_keys import ANALYTICS_GROUP, GRADED_RESULTS, RESULTS_TABLE
+from mimo_assets.helpers.stats import to_markdown
+from mimo_assets.helpers.table import collect
 from resources import OutputStore
 
 RESULTS_PARQUET = "results.parquet"
 
 
-@asset(group_name="analytics", deps=["graded_results"], kinds={"polars", "parquet"})
+@asset(key=RESULTS_TABLE, group_name=ANALYTICS_GROUP, deps=[GRADED_RESULTS], kinds={"polars", "parquet"})
 def results_table(context: AssetExecutionContext, output_store: OutputStore) -> MaterializeResult:
     df = collect(context.instance)
     path = output_store.tables_dir() / RESULTS_PARQUET

@@ -21,18 +21,23 @@ from dagster import (
     multi_asset,
 )
 
-from mimo_assets.engine import materializations, run_in_thread
-from mimo_assets.events import CONVERTED_JSONL, GRADED_RESULTS, ROLLOUTS
-from mimo_assets.inputs import latest, load_converted, registered_configs, upstream
+from mimo_assets.asset_keys import (
+    CONFIG_FILES,
+    CONVERTED_JSONL,
+    GRADED_RESULTS,
+    JUDGE_SCORES,
+    ROLLOUTS,
+    ROLLOUTS_GROUP,
+)
+from mimo_assets.helpers.engine import materializations, run_in_thread
+from mimo_assets.helpers.events import run_tags
+from mimo_assets.helpers.inputs import latest, load_converted, registered_configs, upstream
 from mimo_assets.partitions import partition_key, rollout_partitions, split_key
-from mimo_assets.runs import run_tags
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import Task
 from mimo_core.results import ResultsStore
 from mimo_core.rollout import RolloutJob
 from resources import ModelEndpoint, OutputStore, SandboxBackend
-
-GROUP = "rollouts"
 
 
 class RolloutsConfig(Config):
@@ -96,13 +101,13 @@ def _regrade_jobs(
 
 @multi_asset(
     specs=[
-        AssetSpec("rollouts", deps=["converted_jsonl", "config_files"], group_name=GROUP, skippable=True,
+        AssetSpec(ROLLOUTS, deps=[CONVERTED_JSONL, CONFIG_FILES], group_name=ROLLOUTS_GROUP, skippable=True,
                   partitions_def=rollout_partitions, kinds={"python"},
                   description="K agent rollouts per instance × config: trajectories, exit statuses, usage."),
-        AssetSpec("judge_scores", deps=["rollouts"], group_name=GROUP, skippable=True,
+        AssetSpec(JUDGE_SCORES, deps=[ROLLOUTS], group_name=ROLLOUTS_GROUP, skippable=True,
                   partitions_def=rollout_partitions,
                   description="Rubric scores from the in-environment judge agent (empty without a judge)."),
-        AssetSpec("graded_results", deps=["judge_scores"], group_name=GROUP, skippable=True,
+        AssetSpec(GRADED_RESULTS, deps=[JUDGE_SCORES], group_name=ROLLOUTS_GROUP, skippable=True,
                   partitions_def=rollout_partitions,
                   description="The verifier's reward per rollout; a recalc rematerializes only this."),
     ],

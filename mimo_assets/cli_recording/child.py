@@ -30,7 +30,7 @@ def main() -> int:
     header = json.loads(sys.stdin.readline())
     feed = Feed(header["request"], [tuple(p) for p in header["planned"]])
     threading.Thread(target=_pump, args=(feed,), name="mimo-record-stdin", daemon=True).start()
-    from mimo_assets.cli_recording.observer import execute_feed
+    from mimo_assets.cli_recording.record import execute_feed
 
     error = execute_feed(feed)
     if error:

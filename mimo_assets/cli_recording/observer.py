@@ -17,11 +17,9 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import date
 from pathlib import Path
 from typing import Any
 
-from mimo_assets.cli_recording.feed import Feed
 from mimo_core.results import ResultRecord
 
 _END = object()
@@ -77,35 +75,4 @@ class DagsterObserver:
                 self.proc.stdin.write(line + "\n")
             self.proc.stdin.close()
         except (BrokenPipeError, OSError):  # the child died; finish() reports its error
-            pass
-
-
-def execute_feed(feed: Feed) -> str | None:
-    """Run the `evaluate` job in this process over a feed; an error message, or None when recorded."""
-    try:
-        from mimo_assets.definitions import defs
-        from mimo_assets.home import dagster_home, get_instance
-        from mimo_assets.jobs import EVALUATE_JOB
-
-        req = feed.request
-        tags = {
-            "mimoagent/source": "cli", "mimoagent/run_id": req["run_id"],
-            "mimoagent/date": date.today().isoformat(), "mimoagent/dataset": str(req["dataset"])[:200],
-            "mimoagent/configs": ",".join(req["config_names"])[:200], "mimoagent/output_dir": req["output_dir"][:200],
-        }
-        if req.get("recalc"):
-            tags["mimoagent/recalc"] = str(req["recalc"])[:200]
-        with get_instance() as instance:
-            result = defs.resolve_job_def(EVALUATE_JOB).execute_in_process(
-                instance=instance, tags=tags, raise_on_error=False,
-                run_config={"ops": {"evaluate_op": {"config": {"feed": feed.id}}},
-                            "loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-            )
-        if not result.success:
-            return f"dagster run {result.run_id} failed (see it in the UI; DAGSTER_HOME={dagster_home()})"
-        return None
-    except Exception as e:
-        return f"{type(e).__name__}: {e}"
-    finally:
-        for _ in feed:  # the step may have stopped early: drain so the reader never blocks
             pass

@@ -31,7 +31,7 @@ def dagster_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, st
     env = {"DAGSTER_HOME": str(tmp_path / "dagster_home"), "MIMOAGENT_OUTPUT_ROOT": str(tmp_path / "store")}
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    from mimo_assets.home import dagster_home
+    from mimo_assets.helpers.home import dagster_home
 
     dagster_home()  # created as a new user's would be, with its dagster.yaml
     return env

@@ -19,7 +19,7 @@ ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded
 def instance(dagster_env, llm, monkeypatch: pytest.MonkeyPatch) -> DagsterInstance:
     monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
-    from mimo_assets.home import get_instance
+    from mimo_assets.helpers.home import get_instance
 
     return get_instance()
 

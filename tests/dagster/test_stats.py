@@ -7,9 +7,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mimo_assets import stats
-from mimo_assets.plots import pass_rate_png
-from mimo_assets.table import frame_from_run_dirs
+from mimo_assets.helpers import stats
+from mimo_assets.helpers.plots import pass_rate_png
+from mimo_assets.helpers.table import frame_from_run_dirs
 from mimo_core.results import ResultRecord, ResultsStore
 
 

@@ -87,7 +87,7 @@ def test_asset_graph_shows_partitioned_assets_and_materialization_status(
     config = {"dataset": str(data), "configs": [str(good)], "workers": 4, "slice": "0:2"}
     assert defs.resolve_job_def("evaluate").execute_in_process(
         instance=instance, run_config={"ops": {"evaluate_op": {"config": config}}}).success
-    from mimo_assets.inputs import config_events
+    from mimo_assets.helpers.inputs import config_events
 
     config_events(instance, [str(bad)])  # registers a second config: 4 instances × 2 configs = 8 partitions
 

@@ -14,13 +14,12 @@ from typing import Any
 
 from dagster import AssetKey, AssetMaterialization, DagsterInstance, MetadataValue
 
-from mimo_assets.events import _DATA_VERSION, CONFIG_FILES, CONVERTED_JSONL, Upstream
+from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL, DATASET_ROWS
+from mimo_assets.helpers.events import _DATA_VERSION, Upstream
 from mimo_assets.partitions import CONFIG_DIM, INSTANCE_DIM, register
 from mimo_core.datasets.base import Task
 from mimo_core.results import atomic_write_text
 from mimo_core.rollout import safe_name
-
-DATASET_ROWS = AssetKey("dataset_rows")
 
 
 def latest(instance: DagsterInstance, key: AssetKey) -> tuple[int | None, str | None, dict[str, Any]]:
@@ -138,3 +137,10 @@ def config_events(
                   "count": len(known), "table": MetadataValue.md("\n".join(table))},
         tags={**(tags or {}), _DATA_VERSION: version},
     )]
+
+
+def yaml_files(directory: str) -> list[str]:
+    if not directory:
+        return []
+    root = Path(directory).expanduser()
+    return sorted(str(p.resolve()) for p in [*root.glob("*.yaml"), *root.glob("*.yml")]) if root.is_dir() else []

@@ -15,7 +15,8 @@ from typing import Any
 
 from dagster import AssetMaterialization, AssetRecordsFilter, DagsterInstance
 
-from mimo_assets.events import JUDGE_SCORES, PartitionGrouper, Upstream, partition_events
+from mimo_assets.asset_keys import JUDGE_SCORES
+from mimo_assets.helpers.events import PartitionGrouper, Upstream, partition_events
 from mimo_assets.partitions import partition_key
 from mimo_core.results import ResultRecord
 from mimo_core.rollout import RolloutJob

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 from dagster import AssetRecordsFilter, DagsterInstance
 
-from mimo_assets.events import GRADED_RESULTS
+from mimo_assets.asset_keys import GRADED_RESULTS
 from mimo_assets.partitions import split_key
 from mimo_core.results import ResultRecord, ResultsStore
 

@@ -11,18 +11,15 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 
 from dagster import AssetKey, AssetMaterialization, MetadataValue
 
+from mimo_assets.asset_keys import GRADED_RESULTS, JUDGE_SCORES, ROLLOUTS
 from mimo_assets.partitions import partition_key
 from mimo_core.results import RESULTS_FILE, ResultRecord
 
-ROLLOUTS = AssetKey("rollouts")
-JUDGE_SCORES = AssetKey("judge_scores")
-GRADED_RESULTS = AssetKey("graded_results")
-CONVERTED_JSONL = AssetKey("converted_jsonl")
-CONFIG_FILES = AssetKey("config_files")
 CODE_VERSION = "1"
 
 # Dagster's provenance tag names (dagster._core.definitions.data_version), spelled out: they are
@@ -37,6 +34,11 @@ def _input_tags(inputs: dict[AssetKey, tuple[int | None, str]]) -> dict[str, str
         tags[f"dagster/input_data_version/{key.to_user_string()}"] = version
         tags[f"dagster/input_event_pointer/{key.to_user_string()}"] = str(storage_id) if storage_id else "NULL"
     return tags
+
+
+def run_tags(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Tags every event of a run carries: its date (a nightly run's night), plus the caller's."""
+    return {"mimoagent/date": date.today().isoformat(), **(extra or {})}
 
 
 def data_version(*parts: str) -> str:

@@ -1,0 +1,69 @@
+"""Inside the recording child: one in-process `evaluate` run whose step registers the CLI run's inputs
+and logs each partition's materializations as its records arrive on the feed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from dagster import AssetMaterialization, DagsterInstance
+
+from mimo_assets.cli_recording.feed import Feed
+from mimo_assets.helpers.engine import materializations
+from mimo_assets.helpers.events import run_tags
+from mimo_assets.helpers.inputs import config_events, dataset_events, upstream
+
+
+def record_cli_run(
+    instance: DagsterInstance, feed: Feed, datasets_dir: Path, log: Any,
+) -> Iterator[AssetMaterialization]:
+    """The CLI ran (and is running) the rollouts; register its inputs and log each partition."""
+    from mimo_core.datasets.loader import load_tasks
+
+    req = feed.request
+    tags = run_tags({"mimoagent/source": "cli"})
+    try:
+        tasks = load_tasks(req["dataset"], req.get("split"))
+        yield from dataset_events(instance, tasks, req["dataset"], req.get("split"), datasets_dir, tags)
+    except Exception as e:  # the rollouts are the record that matters; say why the dataset is absent
+        log.warning(f"dataset {req['dataset']!r} not recorded: {type(e).__name__}: {e}")
+        from mimo_assets.partitions import INSTANCE_DIM, register
+
+        register(instance, INSTANCE_DIM, req.get("instance_ids") or [])
+    yield from config_events(instance, req["config_paths"], tags)
+    yield from materializations(
+        instance, feed, feed.planned, Path(req["output_dir"]), upstream(instance), tags,
+        graded_only=req.get("recalc") is not None, log=log,
+    )
+
+
+def execute_feed(feed: Feed) -> str | None:
+    """Run the `evaluate` job in this process over a feed; an error message, or None when recorded."""
+    try:
+        from mimo_assets.definitions import defs
+        from mimo_assets.helpers.home import dagster_home, get_instance
+        from mimo_assets.jobs import EVALUATE_JOB
+
+        req = feed.request
+        tags = {
+            "mimoagent/source": "cli", "mimoagent/run_id": req["run_id"],
+            "mimoagent/date": date.today().isoformat(), "mimoagent/dataset": str(req["dataset"])[:200],
+            "mimoagent/configs": ",".join(req["config_names"])[:200], "mimoagent/output_dir": req["output_dir"][:200],
+        }
+        if req.get("recalc"):
+            tags["mimoagent/recalc"] = str(req["recalc"])[:200]
+        with get_instance() as instance:
+            result = defs.resolve_job_def(EVALUATE_JOB).execute_in_process(
+                instance=instance, tags=tags, raise_on_error=False, resources={"cli_feed": feed},
+                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            )
+        if not result.success:
+            return f"dagster run {result.run_id} failed (see it in the UI; DAGSTER_HOME={dagster_home()})"
+        return None
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    finally:
+        for _ in feed:  # the step may have stopped early: drain so the reader never blocks
+            pass
