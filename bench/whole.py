@@ -90,7 +90,7 @@ def _mimo_argv(case: Case, server: ServerProcess, work: Path, instances: int, st
             "-o", str(work / f"out-{time.monotonic_ns()}"), "--workers", str(workers)]
     env = mimo_env()
     if case.recording:
-        env.pop("MIMOAGENT_RECORDERS", None)
+        env.pop("MIMOAGENT_OBSERVERS", None)
     # A Dagster home of the bench's own (the recording writes there), kept between runs like a user's.
     env["DAGSTER_HOME"] = str(work.parent / "dagster_home")
     Path(env["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
