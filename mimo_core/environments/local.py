@@ -8,14 +8,20 @@ methods is mapped into it. Commands themselves are not rewritten: prompts should
 container (`task_cwd.py`).
 
 Layout of one rollout (all removed by `stop()`):
+    <root>/mimo-XXXX/sandbox.json  labels (run id, runner host/pid): `mimoagent cleanup` finds stale ones
     <root>/mimo-XXXX/work     the working directory (`spec.cwd`); `spec.seed_dir` is copied here
-    <root>/mimo-XXXX/scratch  `scratch_dir`: framework state (bash session files), outside cwd
+    <root>/mimo-XXXX/scratch  `scratch_dir`: framework state (shell output files), outside cwd
     <root>/mimo-XXXX/home     `$HOME` for commands, so rollouts never share dotfiles or caches
+
+Every process the sandbox starts carries `MIMO_SANDBOX=<id>`; `stop()` kills all of them, including
+background jobs that called `setsid` or `nohup`. With `sandbox: bwrap` ONE bubblewrap sandbox holds the
+whole rollout (see bwrap.py): its persistent shells and every `execute`.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -25,8 +31,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mimo_core.environments import live
 from mimo_core.environments.base import ExecResult, SandboxSpec
-from mimo_core.environments.task_cwd import bwrap_root_args, bwrap_task_cwd_args, missing_cwd_note, sandbox_path
+from mimo_core.environments.bwrap import BwrapSandbox, bwrap_args
+from mimo_core.environments.local_cleanup import force_remove, own_label, write_label
+from mimo_core.environments.local_procs import (
+    SANDBOX_VAR,
+    capture_file,
+    kill_marked,
+    popen_stream,
+    read_capture,
+)
+from mimo_core.environments.shell import ShellSession, ShellStream, decode_output
+from mimo_core.environments.task_cwd import missing_cwd_note, sandbox_path
 from mimo_core.environments.tool_path import tool_path
 from mimo_core.errors import SandboxError
 
@@ -36,11 +53,13 @@ if TYPE_CHECKING:
 # Host variables commands may see. Everything else (API keys above all) stays out of the agent's reach.
 _INHERITED = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
 _QUIET = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat", "NO_COLOR": "1"}
-_MAX_CAPTURE = 8 * 1024 * 1024  # bytes of output kept per command: head and tail halves
+_SHELL = ["bash", "--noprofile", "--norc"]
 
 
 class LocalEnvironment:
-    """One rollout's working directory on this host. `sandbox: bwrap` confines commands with bubblewrap."""
+    """One rollout's working directory on this host. `sandbox: bwrap` confines it with bubblewrap."""
+
+    inline_output = False  # shell output files are read straight from the host
 
     def __init__(self, spec: SandboxSpec, config: EnvironmentConfig, **_: Any) -> None:
         self.spec = spec.model_copy(deep=True)
@@ -49,10 +68,12 @@ class LocalEnvironment:
         self.sandbox = config.sandbox
         self.root = config.backend_kwargs.get("root") or tempfile.gettempdir()
         self.base: str | None = None
+        self.sandbox_id = secrets.token_hex(8)
         self.scratch_dir = ""
         self.home = ""
         self._env: dict[str, str] = {}
-        self._bwrap_prefix: list[str] = []
+        self._bwrap: BwrapSandbox | None = None
+        self._sessions: dict[str, ShellSession] = {}
         self._pgids: set[int] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -65,6 +86,8 @@ class LocalEnvironment:
             )
         Path(self.root).mkdir(parents=True, exist_ok=True)
         self.base = tempfile.mkdtemp(prefix="mimo-", dir=self.root)
+        write_label(self.base, own_label(self.sandbox_id, self.spec.labels))
+        live.track(self)
         work = os.path.join(self.base, "work")
         self.scratch_dir = os.path.join(self.base, "scratch")
         self.home = os.path.join(self.base, "home")
@@ -80,35 +103,72 @@ class LocalEnvironment:
         self._env["PATH"] = tool_path(self._env.get("PATH"))
         self._env.update(_QUIET, HOME=self.home)
         self._env.update(self.spec.env)
+        self._env[SANDBOX_VAR] = self.sandbox_id
         if self.sandbox == "bwrap":
-            self._bwrap_prefix = self._bwrap_args()
-            probe = self.execute("true", timeout=30)
-            if probe.returncode != 0:
-                raise SandboxError(f"bubblewrap cannot start a sandbox here: {probe.output.strip()}")
+            self._bwrap = BwrapSandbox(self._bwrap_args(), self._env, sandbox_path(work, self.task_cwd, work),
+                                       self.scratch_dir)
+            self._bwrap.start()
 
     def _bwrap_args(self) -> list[str]:
-        """Read-only host, private /tmp, fresh /proc and /dev, no network; only our folders writable.
+        return bwrap_args(self.root, [self.spec.cwd, self.scratch_dir, self.home], self.spec.network,
+                          self.task_cwd, self.spec.cwd)
 
-        The root holding every rollout's folders is hidden behind an empty tmpfs, so one rollout can
-        neither read nor write another's.
-        """
-        root = os.path.realpath(self.root)
-        args = ["bwrap", *bwrap_root_args(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                "--tmpfs", root, "--unshare-net", "--die-with-parent"]
-        for d in (self.spec.cwd, self.scratch_dir, self.home):
-            args += ["--bind", d, d]
-        return args + bwrap_task_cwd_args(self.task_cwd, self.spec.cwd, writable_roots=("/tmp", root))
+    def _inside(self, host_path: str) -> str:
+        """A host path as the sandboxed commands see it (the work folder is bound at the task's cwd)."""
+        return sandbox_path(host_path, self.task_cwd, self.spec.cwd) if self._bwrap is not None else host_path
+
+    def interrupt(self) -> None:
+        """Kill every process of this rollout now (any thread): a running command returns at once."""
+        if self._bwrap is not None:
+            self._bwrap.kill_all()
+        for pgid in list(self._pgids):
+            _kill_group(pgid)
+        kill_marked(SANDBOX_VAR, self.sandbox_id)
 
     def stop(self) -> None:
+        for session in self._sessions.values():
+            session.close()
+        self._sessions.clear()
+        if self._bwrap is not None:
+            self._bwrap.stop()
+            self._bwrap = None
         for pgid in self._pgids:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            _kill_group(pgid)
         self._pgids.clear()
         if self.base is not None:
-            shutil.rmtree(self.base, onerror=_force_remove)
+            kill_marked(SANDBOX_VAR, self.sandbox_id)
+            shutil.rmtree(self.base, onerror=force_remove)
             self.base = None
+        live.untrack(self)
+
+    # -- persistent shells (the ShellHost side of shell.py) -----------------------------------------
+
+    def shell(self, name: str = "main") -> ShellSession:
+        """The rollout's persistent shell called `name`, started on first use."""
+        if self.base is None:
+            raise SandboxError("LocalEnvironment.shell called before start() or after stop()")
+        session = self._sessions.get(name)
+        if session is None:
+            annotate = None if self._bwrap is not None else self._missing_cwd_note
+            session = self._sessions[name] = ShellSession(self, name, self._inside(self.spec.cwd), annotate)
+        return session
+
+    def _missing_cwd_note(self, command: str, returncode: int) -> str:
+        return missing_cwd_note(command, returncode, self.task_cwd, self.spec.cwd).strip()
+
+    def open_shell_stream(self, cwd: str) -> ShellStream:
+        if self._bwrap is not None:
+            return self._bwrap.open_stream(cwd)  # a sandbox path; the shell stays put if it is gone
+        return popen_stream(_SHELL, cwd if os.path.isdir(cwd) else self.spec.cwd, self._env)
+
+    def kill_marked(self, name: str, value: str) -> None:
+        if self._bwrap is not None:
+            self._bwrap.kill_marked(name, value)
+        else:
+            kill_marked(name, value)
+
+    def read_output(self, path: str) -> bytes:
+        return read_capture(path)
 
     # -- commands ----------------------------------------------------------------------------------
 
@@ -116,28 +176,28 @@ class LocalEnvironment:
         self, command: str, timeout: float | None = None, cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
-        """Run `bash -c command` (no profile), stdout+stderr merged into one file-backed stream.
+        """Run `command` with bash (no profile), stdout+stderr merged, stdin empty.
 
-        Output goes to a temp file, not a pipe, so a background job that keeps the stream open cannot
-        hold the call hostage: we wait for bash only. A timeout kills the whole process group.
+        Without a sandbox: a fresh `bash -c` whose output goes to a file, not a pipe, so a background
+        job that keeps the stream open cannot hold the call hostage. Inside bubblewrap: a subshell of
+        the sandbox's own `exec` shell, so no new sandbox starts per command. A timeout kills every
+        process the command started; the sandbox keeps working.
         """
         if self.base is None:
             raise SandboxError("LocalEnvironment.execute called before start() or after stop()")
         timeout = self.spec.timeout if timeout is None else timeout
         workdir = self._host_path(cwd) if cwd else self.spec.cwd
-        run_env = self._env if not env else {**self._env, **env}
-        if self._bwrap_prefix:
-            argv = [*self._bwrap_prefix, "--chdir", sandbox_path(workdir, self.task_cwd, self.spec.cwd),
-                    "bash", "-c", command]
-            popen_cwd = self.spec.cwd
-        else:
-            argv = ["bash", "-c", command]
-            popen_cwd = workdir
+        if self._bwrap is not None:
+            r = self.shell("exec").run(command, timeout, subshell=True, env=env, cwd=self._inside(workdir))
+            return ExecResult(output=r.output + (r.note and r.note + "\n"), returncode=r.returncode,
+                              timed_out=r.timed_out, duration_s=r.duration_s)
+        call = secrets.token_hex(8)
+        run_env = {**self._env, **(env or {}), "MIMO_CALL": call}
         start = time.monotonic()
         with tempfile.TemporaryFile(dir=self.scratch_dir) as out:
             try:
                 proc = subprocess.Popen(
-                    argv, cwd=popen_cwd, env=run_env, stdin=subprocess.DEVNULL, stdout=out,
+                    ["bash", "-c", command], cwd=workdir, env=run_env, stdin=subprocess.DEVNULL, stdout=out,
                     stderr=subprocess.STDOUT, close_fds=True, start_new_session=True,
                 )
             except (FileNotFoundError, NotADirectoryError) as e:
@@ -146,12 +206,12 @@ class LocalEnvironment:
             timed_out = not _wait_exit(proc, timeout)
             if timed_out:
                 _kill_group(proc.pid)
+                kill_marked("MIMO_CALL", call)
             returncode = proc.wait()
             if timed_out or not _group_alive(proc.pid):
                 self._pgids.discard(proc.pid)
             output = _read_capture(out)
-        if not self._bwrap_prefix:
-            output += missing_cwd_note(command, returncode, self.task_cwd, self.spec.cwd)
+        output += missing_cwd_note(command, returncode, self.task_cwd, self.spec.cwd)
         return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
                           duration_s=time.monotonic() - start)
 
@@ -232,23 +292,4 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _read_capture(f: Any) -> str:
-    size = f.seek(0, os.SEEK_END)
-    f.seek(0)
-    if size <= _MAX_CAPTURE:
-        data = f.read()
-    else:
-        half = _MAX_CAPTURE // 2
-        head = f.read(half)
-        f.seek(size - half)
-        data = head + f"\n[... {size - 2 * half} bytes of output dropped ...]\n".encode() + f.read()
-    return data.decode("utf-8", errors="replace")
-
-
-def _force_remove(func: Any, path: str, _exc: Any) -> None:
-    """rmtree helper: files the agent made read-only (or read-only folders) must go too."""
-    try:
-        os.chmod(os.path.dirname(path), 0o755)
-        os.chmod(path, 0o755)
-        func(path)
-    except OSError:
-        pass
+    return decode_output(capture_file(f))

@@ -1,10 +1,12 @@
-"""The `bash` tool: a persistent shell session built only on `Environment.execute`.
+"""The `bash` tool: one persistent shell per rollout and session name.
 
-Each call is a fresh `bash -c`, wrapped so it first restores the session (cwd and exported variables,
-saved in `env.scratch_dir`) and saves it again on exit through an EXIT trap, which also preserves the
-command's exit code. Because it needs nothing but `execute`, the same session semantics hold on every
-backend. What persists: `cd` and `export`. What does not: shell options, functions, non-exported
-variables, and the changes of a call that timed out (it is killed before it can save).
+Backends that offer `env.shell(name)` (local, bwrap, docker) keep a real long-lived bash fed over a
+stream (environments/shell.py): `cd`, variables, functions, options and traps persist, as in a terminal.
+A timeout kills the command's whole process tree and leaves the shell as it was; a shell that exits
+(`exit`, `set -e` and a failure) is replaced by a new one in the same directory, and the result says so.
+
+Other backends (a custom `module:Class` with only `execute`) get the older emulation: each call is a
+fresh `bash -c` that restores the cwd and exported variables saved by the previous call.
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ from mimo_core.tools.base import ToolResult
 from mimo_core.tools.truncate import truncate_middle
 
 DESCRIPTION = (
-    "Run a bash command and return its combined stdout/stderr and exit code. The shell session "
-    "persists across calls: the working directory (cd) and exported environment variables (export) "
-    "carry over; shell options, functions and non-exported variables do not. Commands are "
-    "non-interactive (stdin is empty), so pass flags such as -y and avoid pagers and editors. "
-    "Each call is killed after {timeout}; run long jobs in the background with output redirected "
-    "to a file (cmd > log 2>&1 &). Long output is shortened to its beginning and end."
+    "Run a bash command and return its combined stdout/stderr and exit code. The shell persists "
+    "across calls like a terminal: the working directory, variables, functions and shell options "
+    "carry over. Commands are non-interactive (stdin is empty), so pass flags such as -y and avoid "
+    "pagers and editors. Each call is killed after {timeout}; run long jobs in the background with "
+    "output redirected to a file (cmd > log 2>&1 &). Long output is shortened to its beginning and end."
 )
 
 
@@ -79,13 +80,21 @@ class BashTool:
     def run(self, args: dict[str, Any], env: Environment) -> ToolResult:
         check_args("bash", self.schema.parameters, args)
         timeout = self.timeout or env.spec.timeout
-        result = env.execute(self.wrap(args["command"], env.scratch_dir), timeout=timeout)
-        output = truncate_middle(result.output, self.max_chars)
+        shell = getattr(env, "shell", None)
+        if shell is not None:
+            res = shell(self.session).run(args["command"], timeout)
+            output, rc, timed_out, note = res.output, res.returncode, res.timed_out, res.note
+        else:
+            result = env.execute(self.wrap(args["command"], env.scratch_dir), timeout=timeout)
+            output, rc, timed_out, note = result.output, result.returncode, result.timed_out, ""
+        output = truncate_middle(output, self.max_chars)
         if output and not output.endswith("\n"):
             output += "\n"
-        if result.timed_out:
+        if timed_out:
             status = (f"[timed out after {timeout:g} seconds: the command was killed, along with every "
-                      "process it started; its cd/export changes were not kept]")
+                      "process it started]")
         else:
-            status = f"[exit code: {result.returncode}]"
-        return ToolResult(output=(output or "(no output)\n") + status, returncode=result.returncode)
+            status = f"[exit code: {rc}]"
+        if note:
+            status = f"{note}\n{status}"
+        return ToolResult(output=(output or "(no output)\n") + status, returncode=rc)

@@ -188,15 +188,18 @@ class _Listener:
 
 
 @needs_bwrap
-def test_bwrap_has_no_network(make_env: MakeEnv) -> None:
+def test_bwrap_has_no_network_unless_the_task_allows_it(make_env: MakeEnv) -> None:
     listener = _Listener()
     try:
         probe = f"exec 3<>/dev/tcp/127.0.0.1/{listener.port} && echo connected"
         assert make_env().execute(probe, timeout=5).output.strip() == "connected"
         # /proc/net/dev lists the sandbox's own namespace (/sys is the host's: it shows host veths)
-        inside = make_env(sandbox="bwrap").execute(probe + "; awk -F: 'NR>2{print $1}' /proc/net/dev", timeout=5)
+        inside = make_env(sandbox="bwrap", network=False).execute(
+            probe + "; awk -F: 'NR>2{print $1}' /proc/net/dev", timeout=5)
         assert "connected" not in inside.output
         assert inside.output.split()[-1] == "lo" and "veth" not in inside.output
+        allowed = make_env(sandbox="bwrap", network=True).execute(probe, timeout=5)
+        assert allowed.output.strip() == "connected"
     finally:
         listener.close()
 

@@ -1,0 +1,125 @@
+"""Labels on local sandboxes, and the sweep that removes those of dead runners.
+
+Like containers, each local sandbox folder carries a label file (`sandbox.json`: run id, instance,
+config, the runner's host, pid and process start time, the sandbox's process marker). `stop()` removes
+the folder; a runner killed with SIGKILL cannot, so `mimoagent cleanup` and the start of every local run
+call `cleanup()`: folders whose runner is gone lose their processes (found by their `MIMO_SANDBOX`
+marker, also the ones that called `setsid`) and then the folder itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from mimo_core.environments.local_procs import SANDBOX_VAR, kill_marked
+
+LABEL_FILE = "sandbox.json"
+PREFIX = "mimo-"
+
+
+class SandboxLabel(BaseModel):
+    sandbox_id: str
+    host: str
+    pid: int
+    pid_start: int | None = None  # /proc/<pid>/stat start time: a reused pid is not our runner
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+def process_start(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return int(stat.rsplit(b")", 1)[1].split()[19])
+
+
+def own_label(sandbox_id: str, labels: dict[str, str]) -> SandboxLabel:
+    pid = os.getpid()
+    return SandboxLabel(sandbox_id=sandbox_id, host=socket.gethostname(), pid=pid,
+                        pid_start=process_start(pid), labels=labels)
+
+
+def write_label(base: str, label: SandboxLabel) -> None:
+    tmp = os.path.join(base, f".{LABEL_FILE}.tmp")
+    with open(tmp, "w") as f:
+        f.write(label.model_dump_json())
+    os.replace(tmp, os.path.join(base, LABEL_FILE))
+
+
+def read_label(base: Path) -> SandboxLabel | None:
+    try:
+        return SandboxLabel.model_validate_json((base / LABEL_FILE).read_text())
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+def runner_alive(label: SandboxLabel) -> bool:
+    if label.pid == os.getpid():
+        return True
+    start = process_start(label.pid)
+    if start is None:
+        return False
+    return label.pid_start is None or start == label.pid_start
+
+
+def default_root() -> str:
+    return tempfile.gettempdir()
+
+
+def cleanup(roots: list[str] | None = None, run_id: str | None = None, stale_only: bool = True) -> int:
+    """Remove local sandboxes (of dead runners on this host, or of one run); return how many.
+
+    Folders without a label are left alone: they are not known to be ours."""
+    host = socket.gethostname()
+    removed = 0
+    for root in dict.fromkeys(roots or [default_root()]):
+        try:
+            entries = [e for e in os.scandir(root) if e.name.startswith(PREFIX) and e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for entry in entries:
+            label = read_label(Path(entry.path))
+            if label is None or label.host != host:
+                continue
+            if run_id is not None and label.labels.get("mimoagent.run_id") != run_id:
+                continue
+            if stale_only and runner_alive(label):
+                continue
+            remove_sandbox(entry.path, label.sandbox_id)
+            removed += 1
+    return removed
+
+
+def remove_sandbox(base: str, sandbox_id: str) -> None:
+    """Kill every process carrying the sandbox's marker, then delete its folder."""
+    kill_marked(SANDBOX_VAR, sandbox_id)
+    shutil.rmtree(base, onerror=force_remove)
+
+
+def force_remove(func: Any, path: str, _exc: Any) -> None:
+    """rmtree helper: files the agent made read-only (or read-only folders) must go too."""
+    try:
+        os.chmod(os.path.dirname(path), 0o755)
+        os.chmod(path, 0o755)
+        func(path)
+    except OSError:
+        pass
+
+
+def roots_of(configs: list[Any]) -> list[str]:
+    """The sandbox roots the local configs of a run use (`environment.backend_kwargs.root`)."""
+    roots = []
+    for c in configs:
+        env = c.config.environment if hasattr(c, "config") else c.environment
+        if env.environment_class == "local":
+            roots.append(str(env.backend_kwargs.get("root") or default_root()))
+    return list(dict.fromkeys(roots))
+

@@ -1,0 +1,287 @@
+"""A persistent bash shell fed over a byte stream: one protocol for every backend.
+
+A backend only has to open a stream to a fresh `bash --noprofile --norc` inside its sandbox (a local
+pipe, a FIFO pair inside bubblewrap, a `docker exec` socket, a Kubernetes exec websocket) and kill the
+processes that carry a marker in their environment. Everything else lives here.
+
+Each call is ONE top-level line written to the shell's stdin:
+
+    MIMO_CALL=<nonce>; export MIMO_CALL; eval $'<command>' </dev/null >OUT 2>&1;
+    printf '\\036<nonce> %d %s\\n' "$?" "$PWD"; unset MIMO_CALL
+
+* `eval` at top level, so `cd`, `export`, variables, functions, `set -o` options and traps persist exactly
+  as in a terminal; a syntax error is reported as `bash: eval: line N: ...` with the model's own line
+  numbers and nothing of this wrapper.
+* stdin is /dev/null (a command that reads stdin cannot eat the protocol); output goes to a fresh file
+  per call, so a background job that keeps writing can never hold a call or leak into the stream.
+* the marker line carries the exit status and the working directory; the nonce is new each call.
+* every process of the call inherits `MIMO_CALL=<nonce>`: a timeout kills exactly those (also ones
+  that called `setsid`), never the shell or a server an earlier call left running.
+* the shell's own stderr is discarded, so `set -x`/`set -v` trace the model's command (inside OUT) but
+  never this wrapper. An EXIT trap reports the status and directory when the model runs `exit`; the
+  session then starts a new shell in that directory and says so in the result.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from mimo_core.errors import SandboxError
+
+MAX_CAPTURE = 8 * 1024 * 1024  # bytes of output kept per call: head and tail halves
+KILL_GRACE = 3.0  # seconds a killed call has to print its marker before the shell itself is replaced
+_RS = b"\x1e"  # record separator starting every protocol line
+_ERROR_LINE = re.compile(rb"^bash: (?:eval: )?line (\d+):", re.M)
+
+
+class ShellStream(Protocol):
+    """A bash process inside the sandbox: stdin to write, stdout to read. Its stderr is discarded."""
+
+    def send(self, data: bytes) -> None: ...
+
+    def recv(self, timeout: float) -> bytes | None:
+        """Some bytes; b"" once the shell is gone; None if nothing came within `timeout`."""
+        ...
+
+    def close(self) -> None:
+        """Kill the shell process (not what it started) and release the stream. Idempotent."""
+        ...
+
+
+class ShellHost(Protocol):
+    """What a backend provides to a session."""
+
+    scratch_dir: str  # sandbox path for the per-call output files
+    inline_output: bool  # True: the shell prints each call's output file into the stream (no host view)
+
+    def open_shell_stream(self, cwd: str) -> ShellStream: ...
+
+    def kill_marked(self, name: str, value: str) -> None:
+        """SIGKILL every process of the sandbox whose environment holds `name=value`."""
+        ...
+
+    def read_output(self, path: str) -> bytes:
+        """A call's output file (head+tail capped), then removed; b"" if it does not exist."""
+        ...
+
+
+class ShellResult(BaseModel):
+    output: str
+    returncode: int
+    timed_out: bool = False
+    duration_s: float = 0.0
+    note: str = ""  # what happened to the shell itself (exited, restarted), for the model to read
+
+
+def ansi_c_quote(text: str) -> str:
+    """`$'...'` quoting: any text as one bash word on one line. NUL cannot live in bash strings."""
+    return ("$'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
+            .replace("\0", "") + "'")
+
+
+def decode_output(data: bytes) -> str:
+    """Text for the model: undecodable bytes and NULs (binary output) become U+FFFD."""
+    return data.decode("utf-8", errors="replace").replace("\0", "\ufffd")
+
+
+class _Capture:
+    """Head and tail of a long byte stream, with the count of what was dropped in between."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, data: bytes) -> None:
+        half = MAX_CAPTURE // 2
+        room = half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        if len(self.tail) > half:
+            self.dropped += len(self.tail) - half
+            del self.tail[:len(self.tail) - half]
+
+    def bytes(self) -> bytes:
+        gap = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode() if self.dropped else b""
+        return bytes(self.head) + gap + bytes(self.tail)
+
+
+class ShellSession:
+    """One persistent shell. Calls are serialized; `interrupt()` may be called from any thread."""
+
+    def __init__(self, host: ShellHost, name: str, cwd: str,
+                 annotate: Callable[[str, int], str] | None = None) -> None:
+        self.host = host
+        self.annotate = annotate  # (command, exit code) -> a note for the model, or ""
+        self.name = name
+        self.cwd = cwd  # last directory the shell reported; a restarted shell starts here
+        self.home_cwd = cwd
+        self._exit_file = f"{host.scratch_dir.rstrip('/')}/.sh-{name}.exit"
+        if not re.fullmatch(r"[\w./-]+", self._exit_file):
+            raise SandboxError(f"scratch dir {host.scratch_dir!r} or session name {name!r} needs quoting")
+        self._stream: ShellStream | None = None
+        self._buf = bytearray()
+        self._lines = 0  # input lines the shell has read: bash numbers eval's lines after them
+        self._lock = threading.Lock()
+        self._call: str | None = None  # nonce of the call in progress, for interrupt()
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def _open(self) -> ShellStream:
+        if self._closed:
+            raise SandboxError(f"shell session {self.name!r} used after its sandbox stopped")
+        stream = self.host.open_shell_stream(self.cwd)
+        # The EXIT trap writes to a file: during `exit` inside eval, stdout is the call's output file.
+        stream.send(f"trap 'printf \"%d %s\" \"$?\" \"$PWD\" >{self._exit_file}' EXIT\n".encode())
+        self._stream, self._buf, self._lines = stream, bytearray(), 1
+        return stream
+
+    def close(self) -> None:
+        self._closed = True
+        self._drop()
+
+    def _drop(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
+
+    def interrupt(self) -> None:
+        """Kill the call in progress (its whole process tree); the call returns as timed out."""
+        call = self._call
+        if call is not None:
+            self.host.kill_marked("MIMO_CALL", call)
+
+    # -- calls -------------------------------------------------------------------------------------
+
+    def run(self, command: str, timeout: float, subshell: bool = False,
+            env: dict[str, str] | None = None, cwd: str | None = None) -> ShellResult:
+        """Run `command` in the shell. `subshell=True` (with optional env and cwd) runs it in `( )`, so
+        it leaves the shell's state alone: `Environment.execute` semantics over the same stream."""
+        with self._lock:
+            return self._run(command, timeout, subshell, env, cwd)
+
+    def _run(self, command: str, timeout: float, subshell: bool, env: dict[str, str] | None,
+             cwd: str | None) -> ShellResult:
+        start = time.monotonic()
+        stream = self._stream or self._open()
+        nonce = secrets.token_hex(8)
+        out = f"{self.host.scratch_dir.rstrip('/')}/.sh-{self.name}-{nonce}"
+        self._lines += 1
+        first_line = self._lines
+        self._call = nonce
+        try:
+            stream.send(self._line(command, nonce, out, subshell, env, cwd).encode())
+            marker, timed_out, gone = self._wait_marker(stream, nonce, start + timeout)
+        except OSError:  # the shell died before it could read the call
+            marker, timed_out, gone = None, False, True
+        finally:
+            self._call = None
+        output = _renumber(self._output(stream, nonce, out, marker is not None), first_line)
+        note = ""
+        if marker is not None:
+            rc, self.cwd = marker
+            rc = -9 if timed_out else rc
+            if self.annotate is not None and not timed_out:
+                note = self.annotate(command, rc)
+        else:
+            self._drop()
+            status = self.host.read_output(self._exit_file).decode(errors="replace").split(" ", 1)
+            exited = len(status) == 2 and status[0].lstrip("-").isdigit()
+            rc = int(status[0]) if exited else (-9 if timed_out else 1)
+            if exited and os.path.isabs(status[1]):
+                self.cwd = status[1]
+            if timed_out:
+                note = ("[the shell did not come back after the command was killed, so a new shell was "
+                        f"started in {self.cwd}; variables, functions and options set before are gone]")
+            elif gone:
+                why = f"exited with code {rc}" if exited else "was killed"
+                note = (f"[the shell {why}; a new shell was started in {self.cwd}; variables, functions "
+                        "and options set before are gone]")
+        return ShellResult(output=decode_output(output), returncode=rc, timed_out=timed_out, note=note,
+                           duration_s=time.monotonic() - start)
+
+    def _line(self, command: str, nonce: str, out: str, subshell: bool, env: dict[str, str] | None,
+              cwd: str | None) -> str:
+        q_out = ansi_c_quote(out)
+        body = f"eval {ansi_c_quote(command)}"
+        if subshell:
+            pre = "".join(f"export {k}={ansi_c_quote(v)}; " for k, v in (env or {}).items()
+                          if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k))
+            go = f"cd -- {ansi_c_quote(cwd)} || exit 1; " if cwd else ""
+            body = f"( {go}{pre}{body} )"
+        line = (f"MIMO_CALL={nonce}; export MIMO_CALL; {body} </dev/null >{q_out} 2>&1; "
+                f"printf '\\036{nonce} %d %s\\n' \"$?\" \"$PWD\"; unset MIMO_CALL")
+        if self.host.inline_output:
+            line += f"; cat {q_out}; rm -f {q_out}; printf '\\036{nonce}E\\n'"
+        return line + "\n"
+
+    def _wait_marker(self, stream: ShellStream, nonce: str, deadline: float
+                     ) -> tuple[tuple[int, str] | None, bool, bool]:
+        """(rc, cwd) from the marker line, whether the call timed out, whether the shell is gone."""
+        tag = _RS + nonce.encode() + b" "
+        timed_out = False
+        while True:
+            pos = self._buf.find(tag)
+            if pos >= 0:
+                end = self._buf.find(b"\n", pos)
+                if end >= 0:
+                    rc_s, _, cwd = bytes(self._buf[pos + len(tag):end]).decode(errors="replace").partition(" ")
+                    del self._buf[:end + 1]
+                    return (int(rc_s), cwd), timed_out, False
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if timed_out:
+                    return None, True, False
+                timed_out = True
+                self.host.kill_marked("MIMO_CALL", nonce)
+                deadline = time.monotonic() + KILL_GRACE
+                continue
+            chunk = stream.recv(remaining)
+            if chunk is None:
+                continue
+            if not chunk:
+                return None, timed_out, True
+            self._buf += chunk
+
+    def _output(self, stream: ShellStream, nonce: str, out: str, marked: bool) -> bytes:
+        if not (self.host.inline_output and marked):
+            return self.host.read_output(out)
+        end_tag = _RS + nonce.encode() + b"E\n"
+        capture = _Capture()
+        while True:
+            pos = self._buf.find(end_tag)
+            if pos >= 0:
+                capture.feed(bytes(self._buf[:pos]))
+                del self._buf[:pos + len(end_tag)]
+                return capture.bytes()
+            keep = len(end_tag)
+            if len(self._buf) > keep:
+                capture.feed(bytes(self._buf[:-keep]))
+                del self._buf[:-keep]
+            chunk = stream.recv(60.0)
+            if not chunk:
+                capture.feed(bytes(self._buf))
+                self._buf.clear()
+                return capture.bytes()
+            self._buf += chunk
+
+
+def _renumber(output: bytes, first_line: int) -> bytes:
+    """bash numbers an eval'd command's lines after every line the shell read before it: give the
+    model's own numbers back (`bash: eval: line 7:` on the 5th call -> `bash: line 3:`)."""
+    def fix(m: re.Match[bytes]) -> bytes:
+        n = int(m.group(1))
+        return b"bash: line %d:" % (n - first_line + 1) if n >= first_line else m.group(0)
+
+    return _ERROR_LINE.sub(fix, output) if b"bash: " in output else output
