@@ -26,12 +26,13 @@ from mimo_core.environments.task_cwd import bwrap_root_args, bwrap_task_cwd_args
 from mimo_core.errors import SandboxError
 
 _REPLY_TIMEOUT = 30.0
-# Kill by marker without forking: bash builtins only (the sandbox holds few processes).
+# Kill by marker without forking: bash builtins only (the sandbox holds few processes). Scanned again
+# while a pass found something, so a killed process is gone (a zombie has no environ) before we answer.
 _KILL_MARKED = (
-    "for __p in /proc/[0-9]*; do [ \"${{__p#/proc/}}\" = 1 ] && continue; "
+    "for __r in 1 2 3 4 5; do __k=0; for __p in /proc/[0-9]*; do [ \"${{__p#/proc/}}\" = 1 ] && continue; "
     "mapfile -d '' -t __e < \"$__p/environ\" 2>/dev/null || continue; "
-    "for __v in \"${{__e[@]}}\"; do [ \"$__v\" = {needle} ] && {{ kill -9 \"${{__p#/proc/}}\" 2>/dev/null; break; }}; "
-    "done; done; unset __p __e __v"
+    "for __v in \"${{__e[@]}}\"; do [ \"$__v\" = {needle} ] && {{ kill -9 \"${{__p#/proc/}}\" 2>/dev/null; __k=1; "
+    "break; }}; done; done; [ $__k = 0 ] && break; done; unset __r __k __p __e __v"
 )
 
 
@@ -78,7 +79,9 @@ class BwrapSandbox:
         self.proc.stdin.close()
         self.proc.stdout.close()
         try:
-            reply = self.ask("trap '' TERM INT HUP QUIT; echo ready", timeout)
+            # No `trap '' TERM`: as PID 1 it is immune anyway, and ignored signals would be inherited
+            # by every command, so the agent's own `kill` could not stop them.
+            reply = self.ask("echo ready", timeout)
         except SandboxError:
             reply = ""
         if reply != "ready":

@@ -1,10 +1,11 @@
 """The docker backend: one long-running container per rollout, driven through the docker SDK.
 
-Commands are `docker exec`s of `bash -c`. Like the local backend, the command's output goes to a file
-inside the container and the exec waits for bash only, so a background job that keeps stdout open
-cannot hold the call hostage. Every exec carries a random marker in its environment; a timeout kills
-every process that carries it (also ones that left the process group), and the container keeps
-working. Files travel as tar archives (put_archive / get_archive).
+The bash tool's persistent shells are `docker exec -i bash` streams kept open (docker_shell.py, with
+shell.py's protocol). Other commands are `docker exec`s of `bash -c`. Like the local backend, the
+command's output goes to a file inside the container and the exec waits for bash only, so a background
+job that keeps stdout open cannot hold the call hostage. Every exec carries a random marker in its
+environment; a timeout kills every process that carries it (also ones that left the process group), and
+the container keeps working. Files travel as tar archives (put_archive / get_archive).
 
 Containers are labelled (run id, instance, config, the runner's host and pid) and removed by `stop()`;
 an atexit hook removes any a dying runner still holds, and `docker_cleanup.cleanup()` removes what a
@@ -29,7 +30,9 @@ from pydantic import BaseModel, ConfigDict
 
 from mimo_core.environments import docker_registry
 from mimo_core.environments.base import ExecResult, SandboxSpec
+from mimo_core.environments.docker_shell import open_shell
 from mimo_core.environments.docker_streams import MAX_CAPTURE, FrameReader, link_target, spool
+from mimo_core.environments.shell import ShellSession, ShellStream
 from mimo_core.errors import SandboxError
 
 if TYPE_CHECKING:
@@ -71,6 +74,8 @@ def _name_part(text: str, n: int) -> str:
 class DockerEnvironment:
     """One container per rollout (or per separate verifier), removed by `stop()` whatever happened."""
 
+    inline_output = True  # the host cannot see the container's files: a shell prints each call's output
+
     def __init__(self, spec: SandboxSpec, config: EnvironmentConfig, **_: Any) -> None:
         self.spec = spec.model_copy(deep=True)
         self.config = config
@@ -82,6 +87,7 @@ class DockerEnvironment:
         self.client: Any = None
         self.container: Any = None
         self.image: str | None = None
+        self._sessions: dict[str, ShellSession] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -155,6 +161,9 @@ class DockerEnvironment:
 
     def stop(self) -> None:
         """Remove the container (forcefully: PID 1 ignores polite signals). Idempotent."""
+        for session in self._sessions.values():
+            session.close()
+        self._sessions.clear()
         container, self.container = self.container, None
         if container is not None:
             docker_registry.remove(container.id, self.client)
@@ -230,10 +239,11 @@ class DockerEnvironment:
         return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
                           duration_s=time.monotonic() - start)
 
-    def _kill(self, marker: str) -> None:
+    def _kill(self, marker: str, name: str = "MIMO_EXEC_ID") -> None:
         """SIGKILL every process of one exec: all of them carry its marker in their environment."""
-        script = (f"for p in /proc/[0-9]*; do grep -qs 'MIMO_EXEC_ID={marker}' $p/environ && "
-                  "kill -9 ${p#/proc/} 2>/dev/null; done; true")
+        needle = shlex.quote(f"{name}={marker}")
+        script = (f"for r in 1 2 3 4 5; do k=0; for p in /proc/[0-9]*; do grep -qsF {needle} $p/environ && "
+                  "kill -9 ${p#/proc/} 2>/dev/null && k=1; done; [ $k = 0 ] && break; done; true")
         try:
             self.container.exec_run(["sh", "-c", script], environment={"MIMO_KILLER": "1"})
         except Exception:
@@ -245,6 +255,30 @@ class DockerEnvironment:
         res = self.container.exec_run(
             ["sh", "-c", f"head -c {MAX_CAPTURE} {q} 2>/dev/null; rm -f {q}"], demux=False)
         return (res.output or b"").decode("utf-8", errors="replace")
+
+    # -- persistent shells (the ShellHost side of shell.py) -----------------------------------------
+
+    def shell(self, name: str = "main") -> ShellSession:
+        """The rollout's persistent shell called `name`, started on first use."""
+        self._require()
+        session = self._sessions.get(name)
+        if session is None:
+            session = self._sessions[name] = ShellSession(self, name, self.spec.cwd)
+        return session
+
+    def open_shell_stream(self, cwd: str) -> ShellStream:
+        return open_shell(self.client, self._require(), cwd)
+
+    def kill_marked(self, name: str, value: str) -> None:
+        self._kill(value, name)
+
+    def read_output(self, path: str) -> bytes:
+        q = shlex.quote(path)
+        try:
+            res = self._require().exec_run(["sh", "-c", f"head -c {MAX_CAPTURE} {q} 2>/dev/null; rm -f {q}"])
+        except Exception:
+            return b""
+        return res.output or b""
 
     # -- files -------------------------------------------------------------------------------------
 

@@ -191,7 +191,9 @@ class ShellSession:
         note = ""
         if marker is not None:
             rc, self.cwd = marker
-            rc = -9 if timed_out else rc
+            if timed_out:  # again: a child forked but not yet exec'd had no marker in /proc the first time
+                self.host.kill_marked("MIMO_CALL", nonce)
+                rc = -9
             if self.annotate is not None and not timed_out:
                 note = self.annotate(command, rc)
         else:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mimo_core.tools.bash import BashTool
+from tests.tools import shell_checks
 
 
 def test_exec_merges_output_keeps_exit_code_env_and_cwd(make_docker_env) -> None:
@@ -71,12 +72,14 @@ def test_files_go_in_and_out_as_tar(make_docker_env, tmp_path: Path) -> None:
     assert (tmp_path / "single.txt").read_text() == "top\n"
 
 
-def test_persistent_bash_tool_works_in_a_container(make_docker_env) -> None:
+@pytest.mark.parametrize("check", shell_checks.ALL, ids=lambda c: c.__name__)
+def test_persistent_shell_in_a_container(make_docker_env, check) -> None:
+    check(make_docker_env(cwd="/testbed"))
+
+
+def test_the_shell_is_one_exec_kept_open(make_docker_env) -> None:
+    """Calls reuse one shell process (its pid stays), and the stream survives a background job."""
     env = make_docker_env(cwd="/testbed")
     bash = BashTool(default_timeout=10)
-    assert "[exit code: 0]" in bash.run({"command": "mkdir -p /srv/x && cd /srv/x && export K=v1"}, env).output
-    res = bash.run({"command": "pwd; echo $K; false"}, env)
-    assert res.output.startswith("/srv/x\nv1\n") and res.returncode == 1
-    timed = BashTool(default_timeout=1).run({"command": "cd /; sleep 30"}, env)
-    assert "timed out" in timed.output
-    assert bash.run({"command": "pwd"}, env).output.startswith("/srv/x\n")
+    first = bash.run({"command": "echo $$; sleep 100 >/dev/null 2>&1 &"}, env).output.split()[0]
+    assert bash.run({"command": "echo $$"}, env).output.split()[0] == first
