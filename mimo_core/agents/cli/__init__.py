@@ -13,6 +13,7 @@ CLI_AGENTS = {
     "claude-code": "mimo_core.agents.cli.claude_code:ClaudeCode",
     "codex": "mimo_core.agents.cli.codex:Codex",
     "opencode": "mimo_core.agents.cli.opencode:OpenCode",
+    "qwen-code": "mimo_core.agents.cli.qwen_code:QwenCode",
 }
 
 

@@ -9,12 +9,10 @@ session files (projects/<cwd>/<session>.jsonl) in the rollout's state folder.
 
 from __future__ import annotations
 
-import json
 import shlex
-from typing import Any
 
-from mimo_core.agents.cli.spec import CliRun, CliSpec, Conversation, assistant, jsonl, text_of
-from mimo_core.messages import Message
+from mimo_core.agents.cli.spec import CliRun, CliSpec, Conversation
+from mimo_core.agents.cli.stream_json import stream_json_conversation
 
 
 class ClaudeCode(CliSpec):
@@ -40,58 +38,4 @@ class ClaudeCode(CliSpec):
         }
 
     def convert(self, stdout: str, files: dict[str, str], run: CliRun) -> Conversation:
-        """stream-json prints each content block of an assistant turn as its own event (same message id):
-        they are merged back into one assistant message per turn."""
-        conv = Conversation()
-        names: dict[str, str] = {}
-        current: dict[str, Any] | None = None
-        for ev in jsonl(stdout):
-            kind = ev.get("type")
-            if kind == "assistant" and not ev.get("parent_tool_use_id"):
-                msg = ev.get("message") or {}
-                if current is None or current["id"] != msg.get("id"):
-                    current = {"id": msg.get("id"), "blocks": []}
-                    conv.messages.append(Message(role="assistant"))
-                    conv.steps += 1
-                current["blocks"].extend(msg.get("content") or [])
-                conv.messages[-1] = _assistant(current["blocks"], names)
-            elif kind == "user" and not ev.get("parent_tool_use_id"):
-                current = None
-                conv.messages.extend(_user(ev.get("message") or {}, names))
-            elif kind == "result":
-                if ev.get("subtype") == "error_max_turns":
-                    conv.step_limit_hit = True
-                elif ev.get("is_error"):
-                    conv.error = str(ev.get("result") or ev.get("subtype") or "claude-code reported an error")[:500]
-        return conv
-
-
-def _assistant(blocks: list[dict[str, Any]], names: dict[str, str]) -> Message:
-    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-    thinking = [b for b in blocks if b.get("type") in ("thinking", "redacted_thinking")]
-    calls = []
-    for b in blocks:
-        if b.get("type") == "tool_use":
-            names[b.get("id", "")] = b.get("name", "")
-            calls.append((b.get("id", ""), b.get("name", ""), json.dumps(b.get("input", {}))))
-    reasoning = "".join(b.get("thinking", "") for b in thinking)
-    return assistant(text, calls, reasoning, thinking)
-
-
-def _user(msg: dict[str, Any], names: dict[str, str]) -> list[Message]:
-    content = msg.get("content")
-    if isinstance(content, str):
-        return [Message(role="user", content=content)]
-    out, text = [], []
-    for block in content or ():
-        if block.get("type") == "tool_result":
-            tid = block.get("tool_use_id", "")
-            body = text_of(block.get("content"))
-            if block.get("is_error"):
-                body = f"[error] {body}"
-            out.append(Message(role="tool", tool_call_id=tid, name=names.get(tid), content=body))
-        elif block.get("type") == "text":
-            text.append(block.get("text", ""))
-    if text:
-        out.append(Message(role="user", content="\n".join(text)))
-    return out
+        return stream_json_conversation(stdout)

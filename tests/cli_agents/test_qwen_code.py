@@ -1,0 +1,38 @@
+"""qwen-code end to end: pinned from npm on the bundled Node, headless against the scripted server
+speaking streaming OpenAI-compatible chat, edits the file with its own read_file/edit tools, graded Pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mimo_core.testing.scripted_llm import Reply, call
+from tests.cli_agents.conftest import leaked_files, recorded_calls, run_cli_rollout, scripted_in_workdir
+from tests.core.conftest import SECRET
+
+READ_EDIT_DONE = scripted_in_workdir(
+    lambda w: Reply(content="Looking.", tool_calls=[("read_file", {"file_path": f"{w}/greeting.txt"})],
+                    reasoning="hmm"),
+    lambda w: call("edit", file_path=f"{w}/greeting.txt", old_string="hello", new_string="goodbye"),
+    lambda w: Reply(content="greeting.txt says goodbye now."),
+)
+
+
+def test_qwen_code_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> None:
+    scripted_llm.set_responder(READ_EDIT_DONE)
+    record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "qwen-code", "chat")
+    assert (record.exit_status, record.passed, record.steps) == ("submitted", True, 3), \
+        (rollout / "instance.log").read_text()
+    roles = [m["role"] for m in traj.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert traj.messages[2]["reasoning_content"] == "hmm" and traj.messages[2]["content"] == "Looking."
+    assert json.loads(traj.messages[4]["tool_calls"][0]["function"]["arguments"])["new_string"] == "goodbye"
+    assert "hello" in traj.messages[3]["content"]
+    assert {"read_file", "edit", "run_shell_command"} <= {t["function"]["name"] for t in traj.tools}
+    assert traj.usage.prompt_tokens == 30 and traj.cost > 0
+    calls = recorded_calls(rollout, scripted_llm)
+    assert len(calls) == 3 and calls[-1].request["stream"] is True
+    assert calls[-1].response["choices"][0]["message"]["content"] == "greeting.txt says goodbye now."
+    assert list((rollout / "agent_logs" / "session").rglob("*.jsonl"))
+    assert all(SECRET in r.headers.get("authorization", "") for r in scripted_llm.requests)
+    assert leaked_files(tmp_path / "out", SECRET) == []
