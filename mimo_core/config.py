@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mimo_core.agents.cli import CLI_AGENTS
 from mimo_core.errors import ConfigError
@@ -82,7 +82,7 @@ class PricingConfig(_Strict):
 
 class ModelConfig(_Strict):
     model_name: str = "gpt-5"
-    protocol: Literal["chat", "responses", "anthropic"] = "chat"
+    protocol: Literal["chat", "responses", "anthropic", "gemini"] = "chat"  # gemini: gemini-cli only
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     pricing: PricingConfig | None = None
@@ -132,6 +132,17 @@ class MimoConfig(_Strict):
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     grading: GradingConfig = Field(default_factory=GradingConfig)
+
+    @model_validator(mode="after")
+    def _cli_protocol(self) -> MimoConfig:
+        """A CLI agent speaks one protocol; our own agents speak every protocol but Gemini's."""
+        entry = CLI_AGENTS.get(self.agent.type)
+        if entry is not None and self.model.protocol != entry.protocol:
+            raise ValueError(f"agent.type {self.agent.type} talks to its model in the {entry.protocol!r} "
+                             f"protocol: set model.protocol: {entry.protocol}")
+        if entry is None and self.model.protocol == "gemini" and self.agent.type != "oracle":
+            raise ValueError("model.protocol 'gemini' is only spoken by agent.type gemini-cli")
+        return self
 
 
 class NamedConfig(BaseModel):

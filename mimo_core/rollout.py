@@ -245,7 +245,7 @@ def _model_info(job: RolloutJob) -> ModelInfo | None:
 
     try:
         host = shared_model(cfg.model).endpoint_host  # the SDK's own resolution, env-var base URLs included
-    except MimoError:
+    except (MimoError, ValueError):  # ValueError: a protocol only a CLI agent speaks (gemini)
         host = None
     return ModelInfo(name=cfg.model.model_name, protocol=cfg.model.protocol, endpoint_host=host)
 

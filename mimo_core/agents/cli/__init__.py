@@ -1,25 +1,36 @@
 """Blackbox CLI agents: third-party coding CLIs behind the Agent seam, one small module each.
 
-Adding a CLI is one module with a CliSpec subclass plus one line here and a table row in the README.
+Adding a CLI is one module with a CliSpec subclass plus one row here and a row in the README's table.
+The protocol is repeated here (and checked against the module by a test) so that config validation
+needs no import of the adapters.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, NamedTuple
 
-from mimo_core.agents.cli.spec import CliSpec
+if TYPE_CHECKING:
+    from mimo_core.agents.cli.spec import CliSpec
+
+
+class CliEntry(NamedTuple):
+    target: str  # module:Class
+    protocol: str  # what model.protocol must be
+
 
 CLI_AGENTS = {
-    "claude-code": "mimo_core.agents.cli.claude_code:ClaudeCode",
-    "codex": "mimo_core.agents.cli.codex:Codex",
-    "opencode": "mimo_core.agents.cli.opencode:OpenCode",
-    "qwen-code": "mimo_core.agents.cli.qwen_code:QwenCode",
+    "claude-code": CliEntry("mimo_core.agents.cli.claude_code:ClaudeCode", "anthropic"),
+    "codex": CliEntry("mimo_core.agents.cli.codex:Codex", "responses"),
+    "opencode": CliEntry("mimo_core.agents.cli.opencode:OpenCode", "chat"),
+    "qwen-code": CliEntry("mimo_core.agents.cli.qwen_code:QwenCode", "chat"),
+    "gemini-cli": CliEntry("mimo_core.agents.cli.gemini_cli:GeminiCli", "gemini"),
 }
 
 
 def spec_for(name: str) -> CliSpec | None:
-    target = CLI_AGENTS.get(name)
-    if target is None:
+    entry = CLI_AGENTS.get(name)
+    if entry is None:
         return None
-    module, _, cls = target.partition(":")
+    module, _, cls = entry.target.partition(":")
     return getattr(importlib.import_module(module), cls)()
