@@ -170,7 +170,9 @@ def _warm_models(configs: list[Any]) -> None:
                 except Exception:  # noqa: BLE001 - the rollout that needs the model reports it properly
                     pass
 
-    threading.Thread(target=warm, name="warm-models", daemon=True).start()
+    # Not a daemon: an early error exit waits for the imports to finish, since interpreter shutdown
+    # during a daemon thread's `import openai` can crash the process (seen as SIGSEGV, not exit 2).
+    threading.Thread(target=warm, name="warm-models").start()
 
 
 def _request(args: argparse.Namespace, configs: list[Any], tasks: list[Any], run_id: str) -> dict[str, Any]:
