@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import threading
 
 from mimo_core.agents.base import Agent
@@ -14,6 +15,9 @@ from mimo_core.models.base import Model
 KNOWN_AGENTS = ("default", "oracle", *CLI_AGENTS)
 _models: dict[str, object] = {}
 _models_lock = threading.Lock()
+# Drop the clients while the interpreter is whole: an SDK client collected during module teardown
+# prints an AttributeError traceback from its __del__.
+atexit.register(_models.clear)
 
 
 def shared_model(config: ModelConfig) -> Model:
