@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="mimoagent",
         description="Run agent rollouts on a dataset, grade them in place, record trajectories. "
-                    "`mimoagent cleanup` removes leftover containers of crashed runs.",
+                    "`mimoagent cleanup` removes leftover sandboxes (containers, local folders and their "
+                    "processes) of crashed runs.",
     )
     p.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
                    help="YAML config; several = one config per instance at random (A/B), seeded")
@@ -50,8 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def build_cleanup_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mimoagent cleanup", description="Remove sandboxes left behind by crashed runs.")
-    p.add_argument("--run-id", default=None, help="only this run's containers")
-    p.add_argument("--stale-only", action="store_true", help="only containers whose runner process is gone")
+    p.add_argument("--run-id", default=None, help="only this run's sandboxes")
+    p.add_argument("--stale-only", action="store_true", help="only sandboxes whose runner process is gone")
+    p.add_argument("--root", action="append", default=[], metavar="DIR",
+                   help="folder holding local sandboxes (environment.backend_kwargs.root); default: the temp dir")
     return p
 
 
@@ -88,10 +91,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cleanup(args: argparse.Namespace) -> int:
-    from mimo_core.environments.docker_cleanup import cleanup
+    from mimo_core.environments.sweep import cleanup_all
 
-    removed = cleanup(run_id=args.run_id, stale_only=args.stale_only)
-    print(f"removed {removed} container(s)")
+    print(cleanup_all(args.run_id, args.stale_only, args.root))
     return 0
 
 
@@ -133,10 +135,9 @@ def _run_locked(args: argparse.Namespace, configs: list[Any], tasks: list[Any], 
     print(f"mimoagent: run {run_id}: {len(tasks)} instances, {len(jobs)} rollouts to run"
           + (f", {skipped} already finished (use --redo-existing to rerun)" if skipped > 0 else "")
           + f" -> {output}", file=sys.stderr)
-    if any(c.config.environment.environment_class == "docker" for c in configs):
-        from mimo_core.environments.docker_cleanup import cleanup
+    from mimo_core.environments.sweep import before_run
 
-        cleanup(stale_only=True)
+    before_run(configs)
     request = _request(args, configs, tasks, run_id)
     observers = load_observers(request)
     for r in observers:

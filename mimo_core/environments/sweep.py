@@ -1,0 +1,51 @@
+"""What a run does about sandboxes before it starts, and what `mimoagent cleanup` does.
+
+Before a run: remove the sandboxes (containers and local folders with their processes) of runners that
+died without cleaning up (SIGKILL, power loss), and say once if commands will run unconfined.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from mimo_core.environments import local_cleanup
+from mimo_core.errors import SandboxError
+
+UNCONFINED = (
+    "mimoagent: environment.sandbox is 'none': the agent's commands run as {user} on this host and can read, "
+    "change and signal everything this user can (files, processes, network, the runner itself). "
+    "Set environment.sandbox: bwrap to confine them."
+)
+
+
+def _envs(configs: list[Any]) -> list[Any]:
+    return [c.config.environment if hasattr(c, "config") else c.environment for c in configs]
+
+
+def before_run(configs: list[Any]) -> None:
+    """Sweep stale sandboxes of the backends these configs use; warn once about `sandbox: none`."""
+    envs = _envs(configs)
+    if any(e.environment_class == "docker" for e in envs):
+        from mimo_core.environments.docker_cleanup import cleanup
+
+        cleanup(stale_only=True)
+    local = [e for e in envs if e.environment_class == "local"]
+    if local:
+        local_cleanup.cleanup(local_cleanup.roots_of(configs), stale_only=True)
+    if any(e.sandbox == "none" for e in local):
+        import getpass
+
+        print(UNCONFINED.format(user=getpass.getuser()), file=sys.stderr)
+
+
+def cleanup_all(run_id: str | None, stale_only: bool, roots: list[str]) -> str:
+    """`mimoagent cleanup`: local sandboxes always; containers when a Docker engine answers."""
+    local = local_cleanup.cleanup(roots or [local_cleanup.default_root()], run_id=run_id, stale_only=stale_only)
+    try:
+        from mimo_core.environments.docker_cleanup import cleanup
+
+        containers = f"{cleanup(run_id=run_id, stale_only=stale_only)} container(s)"
+    except (SandboxError, ImportError) as e:
+        containers = f"no containers ({str(e).splitlines()[0][:200]})"
+    return f"removed {local} local sandbox(es) and {containers}"
