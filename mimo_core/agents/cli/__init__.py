@@ -25,6 +25,7 @@ CLI_AGENTS = {
     "opencode": CliEntry("mimo_core.agents.cli.opencode:OpenCode", "chat"),
     "qwen-code": CliEntry("mimo_core.agents.cli.qwen_code:QwenCode", "chat"),
     "gemini-cli": CliEntry("mimo_core.agents.cli.gemini_cli:GeminiCli", "gemini"),
+    "mini-swe-agent": CliEntry("mimo_core.agents.cli.mini_swe_agent:MiniSweAgent", "chat"),
 }
 
 

@@ -174,7 +174,7 @@ def _install_pypi(spec: CliSpec, version: str, work: Path, env: dict[str, str]) 
     uv = shutil.which("uv")
     venv = work / "venv"
     if uv:
-        _run([uv, "venv", "--python", sys.executable, str(venv)], env, spec, version)
+        _run([uv, "venv", "--relocatable", "--python", sys.executable, str(venv)], env, spec, version)
         _run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), f"{spec.package}=={version}"],
              env, spec, version)
     else:
