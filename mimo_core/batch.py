@@ -15,6 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from mimo_core.config import NamedConfig, assign_config
+from mimo_core.config_checks import check_templates_fit
 from mimo_core.datasets.base import Task
 from mimo_core.datasets.requirements import check_runnable
 from mimo_core.errors import ConfigError
@@ -34,21 +35,26 @@ def plan_jobs(
     `redo_existing`; rollouts that ended in an infrastructure error never count as finished."""
     if num_rollouts < 1:
         raise ConfigError("--num-rollouts must be at least 1")
+    if recalc is None:
+        check_templates_fit(configs, tasks := list(tasks))
     if recalc not in (None, GT):
         jobs = _plan_recalc_from_dir(tasks, configs, Path(recalc), output_dir, run_id, redo_existing, seed)
-        check_runnable((j.task, j.config) for j in jobs)
-        return jobs
-    finished = {} if redo_existing else ResultsStore(output_dir).finished()
-    jobs = []
-    for task in tasks:
-        config = assign_config(task.instance_id, configs, seed)
-        for k in range(num_rollouts):
-            job = RolloutJob(task=task, config=config, rollout_index=k, output_dir=output_dir, run_id=run_id,
-                             recalc=recalc)
-            if job.key not in finished:
-                jobs.append(job)
+    else:
+        jobs = _not_finished([
+            RolloutJob(task=task, config=config, rollout_index=k, output_dir=output_dir, run_id=run_id,
+                       recalc=recalc)
+            for task in tasks for config in [assign_config(task.instance_id, configs, seed)]
+            for k in range(num_rollouts)
+        ], output_dir, redo_existing)
     check_runnable((j.task, j.config) for j in jobs)
     return jobs
+
+
+def _not_finished(jobs: list[RolloutJob], output_dir: Path, redo_existing: bool) -> list[RolloutJob]:
+    if redo_existing:
+        return jobs
+    finished = ResultsStore(output_dir).finished({j.key: j.input_fingerprint for j in jobs})
+    return [j for j in jobs if j.key not in finished]
 
 
 def _plan_recalc_from_dir(
@@ -62,7 +68,6 @@ def _plan_recalc_from_dir(
     if source.resolve() == output_dir.resolve():
         raise ConfigError("--recalc-input DIR must differ from -o: a recalc writes new rollout folders")
     by_name = {c.name: c for c in configs}
-    finished = {} if redo_existing else ResultsStore(output_dir).finished()
     earlier = ResultsStore(source).finished()
     jobs = []
     for task in tasks:
@@ -76,11 +81,9 @@ def _plan_recalc_from_dir(
                 raise ConfigError(f"--recalc-input: cannot read {traj}: {e}") from None
             chosen = by_name.get(config_name) or assign_config(instance_id, configs, seed)
             config = NamedConfig(name=config_name, path=chosen.path, config=chosen.config)
-            job = RolloutJob(task=task, config=config, rollout_index=k, output_dir=output_dir, run_id=run_id,
-                             recalc=str(source), recalc_submission=submission or "")
-            if job.key not in finished:
-                jobs.append(job)
-    return jobs
+            jobs.append(RolloutJob(task=task, config=config, rollout_index=k, output_dir=output_dir,
+                                   run_id=run_id, recalc=str(source), recalc_submission=submission or ""))
+    return _not_finished(jobs, output_dir, redo_existing)
 
 
 def run_jobs(

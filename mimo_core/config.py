@@ -21,7 +21,8 @@ from mimo_core.agents.cli import CLI_AGENTS
 from mimo_core.errors import ConfigError
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
-AGENT_TYPES = ("default", "oracle", "judge", *CLI_AGENTS)
+MAIN_AGENT_TYPES = ("default", "oracle", *CLI_AGENTS)  # what `agent.type` may name
+AGENT_TYPES = (*MAIN_AGENT_TYPES, "judge")  # the judge runs only as environment.judge_agent
 ENVIRONMENT_CLASSES = ("local", "docker")  # or "package.module:Class" for a backend of your own
 _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.I)
 REDACTED = "***"
@@ -107,7 +108,7 @@ class EnvironmentConfig(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     startup_timeout: float = Field(600.0, gt=0)
     judge_agent: JudgeAgentConfig | None = None
-    backend_kwargs: dict[str, Any] = Field(default_factory=dict)  # passed to the backend as-is
+    backend_kwargs: dict[str, Any] = Field(default_factory=dict)  # checked by the backend's options_model
 
     @field_validator("environment_class")
     @classmethod
@@ -232,7 +233,11 @@ def load_config(path: str | Path, overrides: list[dict[str, Any]] | None = None)
         raise ConfigError(f"{path}: top level must be a mapping with agent/environment/model blocks")
     for patch in overrides or []:
         raw = deep_merge(raw, patch)
-    return NamedConfig(name=path.stem, path=str(path), config=validate_config(raw, str(path)))
+    named = NamedConfig(name=path.stem, path=str(path), config=validate_config(raw, str(path)))
+    from mimo_core.config_checks import check_config  # it imports this module
+
+    check_config(named)
+    return named
 
 
 def load_configs(paths: list[str], overrides: list[dict[str, Any]] | None = None) -> list[NamedConfig]:

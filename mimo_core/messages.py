@@ -61,6 +61,15 @@ class Message(BaseModel):
             out["provider_items"] = self.provider_items
         return out
 
+    @classmethod
+    def from_openai(cls, data: dict[str, Any]) -> Message:
+        """The inverse of `to_openai()`: a message as traj.json stores it."""
+        calls = [ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
+                 for c in data.get("tool_calls") or []]
+        return cls(role=data["role"], content=data.get("content"), tool_calls=calls or None,
+                   tool_call_id=data.get("tool_call_id"), name=data.get("name"),
+                   reasoning=data.get("reasoning_content"), provider_items=data.get("provider_items"))
+
 
 class ToolSchema(BaseModel):
     """A tool as offered to the model; each protocol module renders it in its own wire format."""
@@ -74,3 +83,8 @@ class ToolSchema(BaseModel):
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
+
+    @classmethod
+    def from_openai(cls, data: dict[str, Any]) -> ToolSchema:
+        """The inverse of `to_openai()`: a tool as traj.json stores it."""
+        return cls.model_validate(data.get("function", data))

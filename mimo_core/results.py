@@ -10,12 +10,14 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
+
+from mimo_core.status import INFRA_STATUSES, INPUT_STATUSES, ExitStatus
 
 RESULTS_FILE = "results.jsonl"
 
@@ -28,9 +30,7 @@ class ResultRecord(BaseModel):
     dataset_type: str = "generic"
     agent_type: str = "default"
     model_name: str | None = None
-    exit_status: str
-    infra_error: bool = False  # True: rerun on resume (model unreachable, sandbox crash, verifier crash)
-    error_class: str | None = None
+    exit_status: ExitStatus  # the rollout's status: the same value as its traj.json
     error: str | None = None
     reward: float | None = None  # null until graded
     passed: bool | None = None
@@ -47,6 +47,30 @@ class ResultRecord(BaseModel):
     started_at: str | None = None
     ended_at: str | None = None
     output_dir: str  # the rollout's directory, relative to the run's output folder
+    # Hash of the config (redacted) and the row this rollout ran with: a rollout that failed through the
+    # input's fault (config_error, dataset_error) is done again only when this changes.
+    input_fingerprint: str | None = None
+
+    # Derived from exit_status, so they cannot disagree with it; written for readers of the JSON lines.
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def infra_error(self) -> bool:
+        """True: the machinery failed (model unreachable, sandbox crash, verifier crash); rerun on resume."""
+        return self.exit_status in INFRA_STATUSES
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def error_class(self) -> ExitStatus | None:
+        """The status, when the rollout ended in an error rather than a normal stop."""
+        return self.exit_status if self.infra_error or self.error else None
+
+    def is_finished(self, fingerprint: str | None) -> bool:
+        """Nothing left to do for this rollout given the input a rerun would use (`fingerprint`)."""
+        if self.infra_error:
+            return False
+        if self.exit_status in INPUT_STATUSES:
+            return fingerprint is not None and fingerprint == self.input_fingerprint
+        return True
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -107,11 +131,14 @@ class ResultsStore:
                 records[rec.key] = rec
         return records
 
-    def finished(self) -> dict[_Key, ResultRecord]:
-        """Records that count as done: no infrastructure error, and their trajectory is on disk (a record
-        whose folder was lost, e.g. to a crash mid-swap during a redo, is done again)."""
+    def finished(self, fingerprints: Mapping[_Key, str] | None = None) -> dict[_Key, ResultRecord]:
+        """Records that count as done: `is_finished` for the key's fingerprint in `fingerprints` (without
+        one, a record of the input's fault never counts: there is no saved work in it), and their
+        trajectory is on disk (a record whose folder was lost, e.g. to a crash mid-swap during a redo,
+        is done again)."""
+        fingerprints = fingerprints or {}
         return {k: r for k, r in self.load().items()
-                if not r.infra_error and (self.dir / r.output_dir / "traj.json").exists()}
+                if r.is_finished(fingerprints.get(k)) and (self.dir / r.output_dir / "traj.json").exists()}
 
     def put(self, record: ResultRecord) -> None:
         """Append a new key with one write; replace an existing key by rewriting the file atomically."""

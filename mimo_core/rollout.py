@@ -7,6 +7,8 @@ marks a rollout finished.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -18,16 +20,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from mimo_core import __version__
-from mimo_core.agents.base import INFRA_STATUSES, AgentResult, ExitStatus
+from mimo_core.agents.base import AgentResult
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import DatasetType, Task
-from mimo_core.datasets.requirements import UngradableTask, keep_verifier_evidence, preflight, with_task_limits
+from mimo_core.datasets.requirements import keep_verifier_evidence, preflight, with_task_limits
 from mimo_core.environments.base import Environment, SandboxSpec, make_environment
-from mimo_core.errors import ConfigError, MimoError, SandboxError
+from mimo_core.errors import MimoError, status_of
 from mimo_core.grading.grade import Grade
+from mimo_core.grading.rubric import JudgeResult
 from mimo_core.results import ResultRecord, ResultsStore, write_json
 from mimo_core.rollout_files import RolloutFiles
+from mimo_core.status import UNGRADED_STATUSES, ExitStatus
 from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -58,6 +61,17 @@ class RolloutJob(BaseModel):
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.task.instance_id, self.config.name, self.rollout_index)
+
+    @property
+    def input_fingerprint(self) -> str:
+        return input_fingerprint(self.config, self.task)
+
+
+def input_fingerprint(config: NamedConfig, task: Task) -> str:
+    """What a rollout's input was, as a short hash of the redacted config and the row: a rollout that
+    failed through its input's fault is worth redoing only once this changes."""
+    blob = json.dumps([config.redacted(), task.model_dump(mode="json")], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _now() -> str:
@@ -140,9 +154,10 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
     t0 = time.monotonic()
     timings = Timings(started_at=_now())
     rec.log(f"rollout {job.rel_dir} run={job.run_id} config={job.config.name} dataset_type={task.dataset_type}")
-    agent_result = AgentResult(exit_status=ExitStatus.INTERNAL_ERROR)
+    agent_result: AgentResult | None = None
+    failure: tuple[ExitStatus, str] | None = None  # what stopped the rollout, if something did
     grade: Grade | None = None
-    judge: dict[str, Any] | None = None
+    judge: JudgeResult | None = None
     submission: str | None = None
     sandboxes = _Sandboxes(job)
     try:
@@ -155,33 +170,38 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
         t1 = time.monotonic()
         agent_result, submission = _act(job, dtype, env, rec, cancel)
         timings.agent_s = time.monotonic() - t1
-        if agent_result.exit_status not in INFRA_STATUSES:
+        if agent_result.exit_status not in UNGRADED_STATUSES:
             t2 = time.monotonic()
             judge = _judge(job, env, rollout_dir, rec)
             grade = _grade(dtype, env, task, submission, sandboxes, rec)
             keep_verifier_evidence(grade, rollout_dir)
             timings.grading_s = time.monotonic() - t2
-    except UngradableTask as e:
-        rec.log(f"not run: {e}")
-        agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.GRADING_ERROR, "error": str(e)})
-    except SandboxError as e:
-        rec.log_exception("sandbox error")
-        agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.ENVIRONMENT_ERROR, "error": str(e)})
-    except ConfigError as e:
-        rec.log(f"config error: {e}")
-        agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.CONFIG_ERROR, "error": str(e)})
-    except MimoError as e:
-        rec.log(f"error: {e}")
-        agent_result = agent_result.model_copy(update={"exit_status": ExitStatus.INTERNAL_ERROR, "error": str(e)})
-    except Exception as e:  # a bug must not take the whole batch down; the record says what broke
-        rec.log_exception("internal error")
-        agent_result = agent_result.model_copy(
-            update={"exit_status": ExitStatus.INTERNAL_ERROR, "error": f"{type(e).__name__}: {e}"})
+    except Exception as e:  # a rollout's failure must not take the whole batch down; the record says why
+        status = status_of(e)
+        if status in (ExitStatus.INTERNAL_ERROR, ExitStatus.ENVIRONMENT_ERROR):
+            rec.log_exception(status.value)
+        else:
+            rec.log(f"{status.value}: {e}")
+        failure = (status, str(e) if isinstance(e, MimoError) else f"{type(e).__name__}: {e}")
     finally:
         sandboxes.stop_all(rec)
     timings.ended_at = _now()
     timings.total_s = time.monotonic() - t0
-    return _write_outputs(job, rollout_dir, rec, agent_result, submission, grade, judge, timings)
+    status, error = _outcome(agent_result, failure, grade)
+    return _write_outputs(job, rollout_dir, rec, agent_result, status, error, submission, grade, judge, timings)
+
+
+def _outcome(
+    agent: AgentResult | None, failure: tuple[ExitStatus, str] | None, grade: Grade | None
+) -> tuple[ExitStatus, str | None]:
+    """The rollout's one status and error, written alike to traj.json and results.jsonl: what stopped
+    it, else a grading failure, else how the agent ended."""
+    if failure is not None:
+        return failure
+    if grade is not None and grade.infra_error:
+        return ExitStatus.GRADING_ERROR, grade.infra_error
+    assert agent is not None  # no failure means the agent (or the recalc) ran
+    return agent.exit_status, agent.error
 
 
 def _act(
@@ -196,7 +216,7 @@ def _act(
             rec.log(f"agent time limit: {config.agent.time_limit:g}s (the task's agent_timeout_sec)")
         agent = make_agent(config, dtype, cancel=cancel)
         result = agent.run(job.task, env, rec)
-        if result.exit_status in INFRA_STATUSES:
+        if result.exit_status in UNGRADED_STATUSES:
             return result, None
         submission = result.submission if result.submission is not None else dtype.collect_submission(env, job.task)
         return result, submission
@@ -210,7 +230,7 @@ def _act(
     return AgentResult(exit_status=ExitStatus.RECALCULATED), submission
 
 
-def _judge(job: RolloutJob, env: Environment, rollout_dir: Path, rec: RolloutFiles) -> dict[str, Any] | None:
+def _judge(job: RolloutJob, env: Environment, rollout_dir: Path, rec: RolloutFiles) -> JudgeResult | None:
     judge_cfg = job.config.config.environment.judge_agent
     if judge_cfg is None or job.task.rubric is None or not job.task.rubric.rubrics:
         return None
@@ -218,7 +238,7 @@ def _judge(job: RolloutJob, env: Environment, rollout_dir: Path, rec: RolloutFil
 
     rec.log("judge: scoring rubrics")
     return run_judge(judge_cfg, job.task, env, rollout_dir / "judge", run_id=job.run_id,
-                     config_name=job.config.name, rollout_index=job.rollout_index).model_dump(mode="json")
+                     config_name=job.config.name, rollout_index=job.rollout_index)
 
 
 def _grade(
@@ -251,40 +271,32 @@ def _model_info(job: RolloutJob) -> ModelInfo | None:
 
 
 def _write_outputs(
-    job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, agent: AgentResult, submission: str | None,
-    grade: Grade | None, judge: dict[str, Any] | None, timings: Timings,
+    job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, agent: AgentResult | None, status: ExitStatus,
+    error: str | None, submission: str | None, grade: Grade | None, judge: JudgeResult | None, timings: Timings,
 ) -> ResultRecord:
-    status = agent.exit_status
-    error = agent.error
-    if grade is not None and grade.infra_error:
-        status, error = ExitStatus.GRADING_ERROR, grade.infra_error
-    infra = status in INFRA_STATUSES
     extra: dict[str, Any] = {"reward": grade.reward if grade else None, **(grade.details if grade else {})}
     if judge is not None:
-        extra["judge"] = judge
+        extra["judge"] = judge.model_dump(mode="json")
     write_json(rollout_dir / "reward_extra_info.json", extra)
-    model = _model_info(job)
-    traj = Trajectory(
-        framework_version=__version__, run_id=job.run_id, instance_id=job.task.instance_id,
-        dataset_type=job.task.dataset_type, config_name=job.config.name, rollout_index=job.rollout_index,
-        agent_type="recalc" if job.recalc else job.config.config.agent.type, model=model,
-        tools=agent.tools, messages=agent.messages, calls=agent.calls, exit_status=str(agent.exit_status),
-        error=agent.error, submission=submission, steps=agent.steps, usage=agent.usage, cost=agent.cost,
-        timings=timings, config=job.config.redacted(),
+    traj = Trajectory.for_rollout(
+        task=job.task, run_id=job.run_id, config_name=job.config.name, rollout_index=job.rollout_index,
+        agent_type="recalc" if job.recalc else job.config.config.agent.type, model=_model_info(job),
+        agent=agent, exit_status=status, error=error, submission=submission, timings=timings,
+        config=job.config.redacted(),
     )
     write_json(rollout_dir / "traj.json", traj.model_dump(mode="json"))
-    rec.log(f"done: {status.value} reward={grade.reward if grade else None} in {timings.total_s:.2f}s")
+    graded = grade is not None and traj.exit_status not in UNGRADED_STATUSES
+    rec.log(f"done: {traj.exit_status.value} reward={grade.reward if graded else None} in {timings.total_s:.2f}s")
     return ResultRecord(
-        run_id=job.run_id, instance_id=job.task.instance_id, config_name=job.config.name,
-        rollout_index=job.rollout_index, dataset_type=job.task.dataset_type, agent_type=traj.agent_type,
-        model_name=model.name if model else None, exit_status=status.value, infra_error=infra,
-        error_class=status.value if (infra or error) else None, error=(error or None) and error[:500],
-        reward=None if infra or grade is None else grade.reward,
-        passed=None if infra or grade is None else grade.passed,
+        run_id=traj.run_id, instance_id=traj.instance_id, config_name=traj.config_name,
+        rollout_index=traj.rollout_index, dataset_type=traj.dataset_type, agent_type=traj.agent_type,
+        model_name=traj.model.name if traj.model else None, exit_status=traj.exit_status,
+        error=(traj.error or None) and traj.error[:500],
+        reward=grade.reward if graded else None, passed=grade.passed if graded else None,
         grading=_grading_summary(grade.details) if grade else {},
-        judge_score=(judge or {}).get("score"), recalc=job.recalc,
-        steps=agent.steps, prompt_tokens=agent.usage.prompt_tokens,
-        completion_tokens=agent.usage.completion_tokens, cached_tokens=agent.usage.cached_tokens,
-        reasoning_tokens=agent.usage.reasoning_tokens, cost=agent.cost, duration_s=round(timings.total_s, 3),
-        started_at=timings.started_at, ended_at=timings.ended_at, output_dir=job.rel_dir,
+        judge_score=judge.score if judge else None, recalc=job.recalc,
+        steps=traj.steps, prompt_tokens=traj.usage.prompt_tokens, completion_tokens=traj.usage.completion_tokens,
+        cached_tokens=traj.usage.cached_tokens, reasoning_tokens=traj.usage.reasoning_tokens, cost=traj.cost,
+        duration_s=round(timings.total_s, 3), started_at=timings.started_at, ended_at=timings.ended_at,
+        output_dir=job.rel_dir, input_fingerprint=job.input_fingerprint,
     )

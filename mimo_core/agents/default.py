@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from mimo_core.agents.base import AgentContext, AgentResult, ExitStatus
+from mimo_core.agents.base import AgentContext, AgentResult
 from mimo_core.agents.templates import prompt_cwd, render
 from mimo_core.config import AgentConfig
 from mimo_core.datasets.base import Task
@@ -19,6 +19,7 @@ from mimo_core.environments.base import Environment
 from mimo_core.errors import ModelError, SandboxError
 from mimo_core.messages import Message, ToolCall
 from mimo_core.models.base import Model, Usage
+from mimo_core.status import ExitStatus
 from mimo_core.tools.base import Tool, ToolError
 from mimo_core.trajectory import CallRecord
 
@@ -50,8 +51,8 @@ class DefaultAgent:
         status, error = self._loop(messages, env, ctx, state)
         ctx.log(f"agent finished: {status.value}" + (f" ({error})" if error else ""))
         return AgentResult(
-            exit_status=status, error=error, messages=[m.to_openai() for m in messages],
-            tools=[s.to_openai() for s in self.schemas], calls=state.calls, steps=state.steps,
+            exit_status=status, error=error, messages=messages, tools=self.schemas, calls=state.calls,
+            steps=state.steps,
             usage=state.usage, cost=state.cost,
         )
 
@@ -78,7 +79,7 @@ class DefaultAgent:
             except ModelError as e:
                 if e.request is not None:  # the failing call is evidence too: saved like any other
                     ctx.record_call(state.steps + 1, e.request, e.response or {}, e.request_json)
-                return ExitStatus(e.exit_status), f"{type(e).__name__}: {e}"
+                return e.status, f"{type(e).__name__}: {e}"
             state.steps += 1
             state.add(resp)
             ctx.record_call(state.steps, resp.request, resp.response, resp.request_json)
@@ -92,7 +93,7 @@ class DefaultAgent:
                 try:
                     submitted = self._run_calls(msg.tool_calls, messages, env, ctx, state)
                 except SandboxError as e:
-                    return ExitStatus.ENVIRONMENT_ERROR, str(e)
+                    return e.status, str(e)
                 if submitted:
                     return ExitStatus.SUBMITTED, None
             if state.format_errors > self.config.max_format_errors:

@@ -7,12 +7,11 @@ import threading
 
 from mimo_core.agents.base import Agent
 from mimo_core.agents.cli import CLI_AGENTS
-from mimo_core.config import MimoConfig, ModelConfig
+from mimo_core.config import MAIN_AGENT_TYPES, MimoConfig, ModelConfig
 from mimo_core.datasets.base import DatasetType
 from mimo_core.errors import ConfigError
 from mimo_core.models.base import Model
 
-KNOWN_AGENTS = ("default", "oracle", *CLI_AGENTS)
 _models: dict[str, object] = {}
 _models_lock = threading.Lock()
 # Drop the clients while the interpreter is whole: an SDK client collected during module teardown
@@ -49,4 +48,4 @@ def make_agent(
         from mimo_core.agents.cli.runner import make_cli_agent
 
         return make_cli_agent(kind, config.agent, config.model)
-    raise ConfigError(f"agent.type: unknown agent type {kind!r}; known: {list(KNOWN_AGENTS)}")
+    raise ConfigError(f"agent.type: unknown agent type {kind!r}; known: {list(MAIN_AGENT_TYPES)}")

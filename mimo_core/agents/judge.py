@@ -25,6 +25,8 @@ from mimo_core.grading.rubric import (
 )
 from mimo_core.messages import Message
 from mimo_core.results import write_json
+from mimo_core.status import ExitStatus
+from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
 JUDGE_SYSTEM = (
     "You are a strict reviewer judging another agent's work. The repository at {{cwd}} holds its final "
@@ -68,20 +70,20 @@ def judge_agent_config(config: AgentConfig) -> AgentConfig:
     return config.model_copy(update=update)
 
 
-def _verdict(messages: list[dict]) -> str | None:
+def _verdict(messages: list[Message]) -> str | None:
     """The message of the last `submit` call, else the last assistant text."""
     for msg in reversed(messages):
-        for call in reversed(msg.get("tool_calls") or []):
-            if call["function"]["name"] == "submit":
+        for call in reversed(msg.tool_calls or []):
+            if call.name == "submit":
                 try:
-                    args = json.loads(call["function"]["arguments"] or "{}")
+                    args = json.loads(call.arguments or "{}")
                 except json.JSONDecodeError:
-                    return call["function"]["arguments"]
+                    return call.arguments
                 if isinstance(args, dict):
                     text = args.get("message", args.get("summary"))
                     return text if isinstance(text, str) else json.dumps(args)
-        if msg.get("role") == "assistant" and msg.get("content"):
-            return msg["content"]
+        if msg.role == "assistant" and msg.content:
+            return msg.content
     return None
 
 
@@ -90,11 +92,9 @@ def run_judge(
     config_name: str = "", rollout_index: int = 0,
 ) -> JudgeResult:
     """Score the rubrics; the judge's own trajectory is written in the same schema as the agent's."""
-    from mimo_core import __version__
     from mimo_core.agents.factory import shared_model
     from mimo_core.rollout_files import RolloutFiles
     from mimo_core.tools.registry import read_only_tools
-    from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
     items = rubric_items(task.rubric.rubrics if task.rubric else [])
     agent_cfg = judge_agent_config(config.agent)
@@ -106,26 +106,23 @@ def run_judge(
         result = agent.run(task, env, rec)
         verdict = _verdict(result.messages)
         scores, error = parse_verdict(verdict or "", items)
-        if result.exit_status != "submitted":
+        if result.exit_status != ExitStatus.SUBMITTED:
             error = f"judge ended with {result.exit_status.value}" + (f": {result.error}" if result.error else "")
         rec.log(f"judge verdict: {verdict!r}; parse: {error or 'ok'}")
     finally:
         rec.close()
     elapsed = time.monotonic() - t0
-    traj = Trajectory(
-        framework_version=__version__, run_id=run_id, instance_id=task.instance_id,
-        dataset_type=task.dataset_type, config_name=config_name, rollout_index=rollout_index,
-        agent_type="judge", model=ModelInfo(name=model.name, protocol=model.protocol,
-                                            endpoint_host=getattr(model, "endpoint_host", None)),
-        tools=result.tools, messages=result.messages, calls=result.calls, exit_status=result.exit_status.value,
-        error=result.error, submission=verdict, steps=result.steps, usage=result.usage, cost=result.cost,
+    traj = Trajectory.for_rollout(
+        task=task, run_id=run_id, config_name=config_name, rollout_index=rollout_index, agent_type="judge",
+        model=ModelInfo(name=model.name, protocol=model.protocol, endpoint_host=getattr(model, "endpoint_host", None)),
+        agent=result, exit_status=result.exit_status, error=result.error, submission=verdict,
         timings=Timings(started_at=started.isoformat(timespec="seconds"),
                         ended_at=datetime.now(UTC).isoformat(timespec="seconds"), agent_s=elapsed, total_s=elapsed),
         config=redact(config.model_dump(mode="json")),
     )
     write_json(out_dir / "traj.json", traj.model_dump(mode="json"))
     return JudgeResult(
-        score=weighted_score(scores, items), scores=scores, exit_status=result.exit_status.value, error=error,
+        score=weighted_score(scores, items), scores=scores, exit_status=result.exit_status, error=error,
         verdict=verdict, model_name=config.model.model_name, steps=result.steps, usage=result.usage,
         cost=result.cost, trajectory=f"{out_dir.name}/traj.json",
     )

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 
-from mimo_core.agents.base import AgentContext, AgentResult, ExitStatus
+from mimo_core.agents.base import AgentContext, AgentResult
 from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.environments.base import Environment
 from mimo_core.grading.reward import tail
+from mimo_core.messages import Message, ToolCall
+from mimo_core.status import ExitStatus
 
 
 class OracleAgent:
@@ -33,13 +35,12 @@ class OracleAgent:
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> AgentResult:
         ok, action, log = self._apply(task, env)
         ctx.log(f"oracle: {action}: {'ok' if ok else 'FAILED'}")
-        call = {"id": "oracle-1", "type": "function",
-                "function": {"name": "oracle", "arguments": json.dumps({"action": action})}}
+        call = ToolCall(id="oracle-1", name="oracle", arguments=json.dumps({"action": action}))
         messages = [
-            {"role": "system", "content": "oracle agent: applies the task's reference solution"},
-            {"role": "user", "content": task.problem_statement},
-            {"role": "assistant", "content": None, "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": "oracle-1", "content": tail(log) or "(no output)"},
+            Message(role="system", content="oracle agent: applies the task's reference solution"),
+            Message(role="user", content=task.problem_statement),
+            Message(role="assistant", tool_calls=[call]),
+            Message(role="tool", tool_call_id=call.id, content=tail(log) or "(no output)"),
         ]
         return AgentResult(
             exit_status=ExitStatus.SUBMITTED if ok else ExitStatus.AGENT_ERROR,

@@ -6,6 +6,7 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
+from jinja2 import meta
 
 from mimo_core.errors import ConfigError
 
@@ -33,3 +34,16 @@ def render(source: str, variables: dict[str, Any], where: str) -> str:
         raise ConfigError(f"{where}: {e.message}; available: {sorted(variables)}") from None
     except jinja2.TemplateSyntaxError as e:
         raise ConfigError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
+
+
+def check_syntax(source: str, where: str) -> None:
+    """Compile now, so a syntax error is reported when the config loads, not in every rollout."""
+    try:
+        _compile(source)
+    except jinja2.TemplateSyntaxError as e:
+        raise ConfigError(f"{where}: template syntax error at line {e.lineno}: {e.message}") from None
+
+
+def variables_used(source: str) -> set[str]:
+    """Top-level names the template reads (attributes of them are checked only when rendering)."""
+    return meta.find_undeclared_variables(_ENV.parse(source))

@@ -15,6 +15,7 @@ from mimo_core.config import EnvironmentConfig, MimoConfig, NamedConfig
 from mimo_core.datasets.base import Task
 from mimo_core.errors import ConfigError, MimoError, SandboxError
 from mimo_core.grading.grade import Grade
+from mimo_core.status import ExitStatus
 
 HOST_SWITCH = "environment.run_image_tasks_on_host: true"
 EVIDENCE_DIR = "verifier"  # in the rollout folder: what the verifier wrote, and its whole output
@@ -22,6 +23,8 @@ EVIDENCE_DIR = "verifier"  # in the rollout folder: what the verifier wrote, and
 
 class UngradableTask(MimoError):
     """The row can never be graded as it is (missing verifier files): a grading_error, nothing run."""
+
+    status = ExitStatus.GRADING_ERROR
 
 
 def needs_image(task: Task) -> str | None:

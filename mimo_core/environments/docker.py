@@ -75,6 +75,7 @@ class DockerEnvironment:
     """One container per rollout (or per separate verifier), removed by `stop()` whatever happened."""
 
     inline_output = True  # the host cannot see the container's files: a shell prints each call's output
+    options_model = DockerOptions  # what environment.backend_kwargs may hold, checked at config load
 
     def __init__(self, spec: SandboxSpec, config: EnvironmentConfig, **_: Any) -> None:
         self.spec = spec.model_copy(deep=True)

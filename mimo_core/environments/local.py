@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict
+
 from mimo_core.environments import live
 from mimo_core.environments.base import ExecResult, SandboxSpec
 from mimo_core.environments.bwrap import BwrapSandbox, bwrap_args
@@ -56,17 +58,27 @@ _QUIET = {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat",
 _SHELL = ["bash", "--noprofile", "--norc"]
 
 
+class LocalOptions(BaseModel):
+    """`environment.backend_kwargs` for the local backend. Unknown keys are an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    root: str | None = None  # where rollout folders are made; default: the system temp folder
+
+
 class LocalEnvironment:
     """One rollout's working directory on this host. `sandbox: bwrap` confines it with bubblewrap."""
 
     inline_output = False  # shell output files are read straight from the host
+
+    options_model = LocalOptions  # what environment.backend_kwargs may hold, checked at config load
 
     def __init__(self, spec: SandboxSpec, config: EnvironmentConfig, **_: Any) -> None:
         self.spec = spec.model_copy(deep=True)
         self.config = config
         self.task_cwd = self.spec.cwd  # the cwd the task declared; mapped to the host working dir
         self.sandbox = config.sandbox
-        self.root = config.backend_kwargs.get("root") or tempfile.gettempdir()
+        self.root = LocalOptions.model_validate(config.backend_kwargs).root or tempfile.gettempdir()
         self.base: str | None = None
         self.sandbox_id = secrets.token_hex(8)
         self.scratch_dir = ""

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from mimo_core.models.base import Usage
+from mimo_core.status import ExitStatus
 
 
 class RubricItem(BaseModel):
@@ -29,11 +30,12 @@ class RubricScore(BaseModel):
 
 
 class JudgeResult(BaseModel):
-    """Saved in reward_extra_info.json under `judge`; `score` is the weighted mean over rubrics."""
+    """The judge's verdict, saved in reward_extra_info.json under `judge`; `score` is the weighted mean
+    over rubrics, `error` says what made it partial or missing."""
 
     score: float | None = None
     scores: list[RubricScore] = Field(default_factory=list)
-    exit_status: str = "submitted"
+    exit_status: ExitStatus
     error: str | None = None
     verdict: str | None = None  # the raw text the judge submitted
     model_name: str | None = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from mimo_core.environments.base import Environment
 from mimo_core.messages import ToolSchema
@@ -34,7 +34,7 @@ DESCRIPTION = (
 class BashConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    timeout: float | None = None  # seconds per call; default: the environment's timeout
+    timeout: float | None = Field(None, gt=0)  # seconds per call; default: the environment's timeout
     max_output_chars: int | None = None  # default: agent.observation_max_chars
 
 

@@ -92,10 +92,3 @@ def test_auth_error_is_not_retried(workdir: Path, scripted_llm, monkeypatch) -> 
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
     assert (rec.exit_status, rec.infra_error) == ("model_auth_error", False)
     assert len(scripted_llm.requests) == 1
-
-
-def test_undefined_template_variable_is_an_error_not_empty_text(workdir: Path, scripted_llm, monkeypatch) -> None:
-    rec = run_inprocess(workdir, scripted_llm, monkeypatch, instance_template="Fix {{ no_such_field }}")
-    assert (rec.exit_status, rec.infra_error) == ("config_error", True)
-    assert "no_such_field" in (rec.error or "")
-    assert scripted_llm.requests == []

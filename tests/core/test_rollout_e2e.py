@@ -9,9 +9,10 @@ import pytest
 
 from mimo_core.agent_msgs import read_step
 from mimo_core.results import ResultsStore
+from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from mimo_core.testing.tasks import write_config, write_tasks
-from mimo_core.trajectory import Trajectory
+from mimo_core.trajectory import read_trajectory
 from tests.core.conftest import SECRET, run_cli
 
 EDIT_THEN_SUBMIT = turns(
@@ -34,13 +35,18 @@ def test_rollout_edits_file_submits_and_passes(protocol: str, workdir: Path, scr
     rollout = out / record.output_dir
     assert {p.name for p in rollout.iterdir()} >= {"instance.log", "traj.json", "agent_msgs",
                                                     "reward_extra_info.json"}
-    traj = Trajectory.model_validate_json((rollout / "traj.json").read_text())
+    traj = read_trajectory(rollout / "traj.json")
     assert traj.model is not None and traj.model.protocol == protocol
+    assert (traj.exit_status, traj.agent_exit_status) == (record.exit_status, ExitStatus.SUBMITTED)
     assert "+goodbye" in (traj.submission or "")
-    assert [m["role"] for m in traj.messages][:3] == ["system", "user", "assistant"]
-    assert traj.messages[2].get("reasoning_content") == "look first"
-    assert traj.messages[3]["role"] == "tool" and "hello" in traj.messages[3]["content"]
-    assert {t["function"]["name"] for t in traj.tools} >= {"bash", "read", "write", "edit", "submit"}
+    assert [m.role for m in traj.messages][:3] == ["system", "user", "assistant"]
+    assert traj.messages[2].reasoning == "look first"
+    assert traj.messages[3].role == "tool" and "hello" in (traj.messages[3].content or "")
+    assert {t.name for t in traj.tools} >= {"bash", "read", "write", "edit", "submit"}
+    on_disk = json.loads((rollout / "traj.json").read_text())  # the documented OpenAI chat format
+    assert on_disk["messages"][2]["reasoning_content"] == "look first"
+    assert on_disk["messages"][2]["tool_calls"][0]["function"]["name"] == "bash"
+    assert {t["function"]["name"] for t in on_disk["tools"]} >= {"bash", "submit"}
     assert len(traj.calls) == 3 and traj.usage.prompt_tokens == 30 and traj.cost > 0
     assert sorted(p.name for p in (rollout / "agent_msgs").iterdir()) == [
         "step_0001.json", "step_0002.json", "step_0003.json"]

@@ -8,7 +8,7 @@ import shlex
 import threading
 from typing import Any
 
-from mimo_core.agents.base import AgentContext, AgentResult, ExitStatus
+from mimo_core.agents.base import AgentContext, AgentResult
 from mimo_core.agents.cli import install, placement
 from mimo_core.agents.cli.proxy import RecordingProxy
 from mimo_core.agents.cli.spec import CliRun, CliSpec, Conversation, system_prompt_from_request, tools_from_request
@@ -19,6 +19,7 @@ from mimo_core.environments.base import Environment
 from mimo_core.errors import ConfigError
 from mimo_core.messages import Message
 from mimo_core.models.base import Usage
+from mimo_core.status import ExitStatus
 
 NO_TIME_LIMIT = 7 * 24 * 3600.0
 _DEFAULT_ENDPOINTS = {  # where each protocol's SDK goes when the config names no base URL
@@ -125,8 +126,8 @@ class CliAgent:
         head = ([Message(role="system", content=system)] if system else []) + [Message(role="user", content=prompt)]
         usage = proxy.usage
         return AgentResult(
-            exit_status=status, error=error, messages=[m.to_openai() for m in head + conv.messages],
-            tools=[t.to_openai() for t in tools_from_request(protocol, first)], calls=proxy.calls,
+            exit_status=status, error=error, messages=head + conv.messages,
+            tools=tools_from_request(protocol, first), calls=proxy.calls,
             steps=len(proxy.calls) or conv.steps, usage=usage if proxy.calls else Usage(),
             cost=sum(c.cost for c in proxy.calls),
         )

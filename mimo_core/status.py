@@ -1,0 +1,42 @@
+"""The one status vocabulary: how a rollout ended, as written to traj.json and results.jsonl alike.
+
+Each status belongs to at most one of two sets that decide what a resume does with a rollout:
+infrastructure statuses are done again on every resume; statuses that are the input's fault (a config or
+row that cannot work) are done again only when the input changed. Every other status is final.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ExitStatus(StrEnum):
+    SUBMITTED = "submitted"  # the agent called submit (or the CLI agent exited 0)
+    STEP_LIMIT = "step_limit"
+    COST_LIMIT = "cost_limit"
+    TIME_LIMIT = "time_limit"
+    CONTEXT_WINDOW = "context_window"  # the prompt outgrew the model's window
+    FORMAT_ERRORS = "format_errors"  # too many consecutive malformed tool calls
+    MODEL_ERROR = "model_error"  # endpoint unreachable / kept failing after retries
+    MODEL_AUTH_ERROR = "model_auth_error"  # bad credentials: fix the config, retrying won't help
+    MODEL_BAD_REQUEST = "model_bad_request"  # the endpoint rejected the request
+    ENVIRONMENT_ERROR = "environment_error"  # the sandbox failed
+    GRADING_ERROR = "grading_error"  # the verifier crashed or wrote no reward
+    AGENT_ERROR = "agent_error"  # the agent could not act (a CLI agent crashed, a reference did not apply)
+    INTERNAL_ERROR = "internal_error"  # a bug in mimoagent
+    CONFIG_ERROR = "config_error"  # the config does not fit this row (e.g. an undefined template variable)
+    DATASET_ERROR = "dataset_error"  # the row itself cannot run (e.g. its repository folder is missing)
+    INTERRUPTED = "interrupted"  # the run was stopped (Ctrl-C, SIGTERM) before this rollout finished
+    RECALCULATED = "recalculated"  # no agent ran: a saved or reference submission was graded
+
+
+# Not the rollout's outcome but the machinery's: a resume does these rollouts again.
+INFRA_STATUSES = frozenset({
+    ExitStatus.MODEL_ERROR, ExitStatus.ENVIRONMENT_ERROR, ExitStatus.GRADING_ERROR, ExitStatus.INTERNAL_ERROR,
+    ExitStatus.INTERRUPTED,
+})
+# The input's fault: the same config on the same row fails the same way, so a resume does these again only
+# when the config or the row changed (compared by ResultRecord.input_fingerprint).
+INPUT_STATUSES = frozenset({ExitStatus.CONFIG_ERROR, ExitStatus.DATASET_ERROR})
+# No grade is worth taking after these: the agent never got to act on a working setup.
+UNGRADED_STATUSES = INFRA_STATUSES | INPUT_STATUSES
