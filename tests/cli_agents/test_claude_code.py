@@ -10,7 +10,7 @@ from mimo_core.agent_msgs import iter_steps
 from mimo_core.results import ResultsStore
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from mimo_core.testing.tasks import write_tasks
-from mimo_core.trajectory import Trajectory
+from mimo_core.trajectory import read_trajectory
 from tests.cli_agents.conftest import needs_npm, write_cli_config
 from tests.core.conftest import SECRET, run_cli
 
@@ -34,15 +34,16 @@ def test_claude_code_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> 
     assert (record.exit_status, record.passed) == ("submitted", True), (rollout / "instance.log").read_text()
     assert record.agent_type == "claude-code" and record.steps == 3
 
-    traj = Trajectory.model_validate_json((rollout / "traj.json").read_text())
-    roles = [m["role"] for m in traj.messages]
+    traj = read_trajectory(rollout / "traj.json")
+    on_disk = json.loads((rollout / "traj.json").read_text())  # the documented OpenAI chat format
+    roles = [m["role"] for m in on_disk["messages"]]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
-    first = traj.messages[2]
+    first = on_disk["messages"][2]
     assert first["reasoning_content"] == "read first" and first["content"] == "Let me look."
     assert first["tool_calls"][0]["function"]["name"] == "Read"
-    assert json.loads(traj.messages[4]["tool_calls"][0]["function"]["arguments"])["new_string"] == "goodbye"
-    assert "hello" in traj.messages[3]["content"] and traj.messages[3]["name"] == "Read"
-    assert {"Bash", "Edit", "Read"} <= {t["function"]["name"] for t in traj.tools}
+    assert json.loads(on_disk["messages"][4]["tool_calls"][0]["function"]["arguments"])["new_string"] == "goodbye"
+    assert "hello" in on_disk["messages"][3]["content"] and on_disk["messages"][3]["name"] == "Read"
+    assert {"Bash", "Edit", "Read"} <= {t["function"]["name"] for t in on_disk["tools"]}
     assert traj.usage.prompt_tokens == 30 and traj.usage.completion_tokens == 15 and traj.cost > 0
     assert "+goodbye" in (traj.submission or "")
 

@@ -12,6 +12,7 @@ import pytest
 from mimo_core.config import RetryConfig
 from mimo_core.errors import ModelAuthError, ModelBadRequestError, ModelInterrupted, ModelRetriesExhausted
 from mimo_core.messages import Message, ToolCall
+from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import Reply, turns
 from tests.models.helpers import API_KEY, BASH, PROTOCOLS, model_for, start_messages
 
@@ -78,7 +79,7 @@ def test_cancel_interrupts_a_call_in_flight(scripted_llm, protocol):
     with pytest.raises(ModelInterrupted) as info:
         model_for(scripted_llm, protocol, retry=FAST).query(start_messages(), [], cancel=cancel)
     assert time.monotonic() - start < 1.5
-    assert info.value.exit_status == "interrupted" and info.value.request is not None
+    assert info.value.status == ExitStatus.INTERRUPTED and info.value.request is not None
 
 
 def test_cancel_cuts_the_wait_before_a_retry(scripted_llm):
