@@ -32,7 +32,7 @@ def run_cli_rollout(folder: Path, server, cli: str, protocol: str, **agent: obje
     """One rollout of `cli` on the greeting task through the real `mimoagent` command: (record, folder, traj)."""
     from mimo_core.results import ResultsStore
     from mimo_core.testing.tasks import write_tasks
-    from mimo_core.trajectory import Trajectory
+    from mimo_core.trajectory import read_trajectory
     from tests.core.conftest import run_cli
 
     needs_npm()
@@ -44,7 +44,7 @@ def run_cli_rollout(folder: Path, server, cli: str, protocol: str, **agent: obje
     assert proc.returncode == 0, proc.stderr
     [record] = ResultsStore(out).load().values()
     rollout = out / record.output_dir
-    traj = Trajectory.model_validate_json((rollout / "traj.json").read_text())
+    traj = read_trajectory(rollout / "traj.json")
     return record, rollout, traj
 
 

@@ -22,12 +22,12 @@ def test_codex_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> None:
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "codex", "responses")
     assert (record.exit_status, record.passed, record.steps) == ("submitted", True, 3), \
         (rollout / "instance.log").read_text()
-    roles = [m["role"] for m in traj.messages]
+    roles = [m.role for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
-    assert traj.messages[2]["reasoning_content"] == "check it"
-    assert json.loads(traj.messages[4]["tool_calls"][0]["function"]["arguments"])["cmd"].startswith("sed")
-    assert "hello" in traj.messages[3]["content"]
-    assert "exec_command" in {t["function"]["name"] for t in traj.tools}
+    assert traj.messages[2].reasoning == "check it"
+    assert json.loads((traj.messages[4].tool_calls or [])[0].arguments)["cmd"].startswith("sed")
+    assert "hello" in (traj.messages[3].content or "")
+    assert "exec_command" in {t.name for t in traj.tools}
     assert traj.usage.prompt_tokens == 30 and traj.cost > 0
     calls = recorded_calls(rollout, scripted_llm)
     assert len(calls) == 3

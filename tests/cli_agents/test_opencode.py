@@ -22,12 +22,12 @@ def test_opencode_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> Non
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "opencode", "chat")
     assert (record.exit_status, record.passed, record.steps) == ("submitted", True, 3), \
         (rollout / "instance.log").read_text()
-    roles = [m["role"] for m in traj.messages]
+    roles = [m.role for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
-    assert traj.messages[2]["reasoning_content"] == "hmm"
-    assert json.loads(traj.messages[4]["tool_calls"][0]["function"]["arguments"])["newString"] == "goodbye"
-    assert "hello" in traj.messages[3]["content"]
-    assert {"read", "edit", "bash"} <= {t["function"]["name"] for t in traj.tools}
+    assert traj.messages[2].reasoning == "hmm"
+    assert json.loads((traj.messages[4].tool_calls or [])[0].arguments)["newString"] == "goodbye"
+    assert "hello" in (traj.messages[3].content or "")
+    assert {"read", "edit", "bash"} <= {t.name for t in traj.tools}
     assert traj.usage.prompt_tokens == 30 and traj.cost > 0
     calls = recorded_calls(rollout, scripted_llm)
     assert len(calls) == 3
