@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from mimo_core.testing.strict_requests import strict_error_reply, validation_error
+
 _PATHS = {
     "/v1/chat/completions": "chat",
     "/chat/completions": "chat",
@@ -104,14 +106,20 @@ class _Injection:
     body: dict[str, Any] | None
     delay: float
     headers: dict[str, str] | None
+    raw: bytes | None = None  # a body sent as is (e.g. a proxy's HTML page), with `content_type`
+    content_type: str = "application/json"
 
 
 class ScriptedLLM:
     """A threaded HTTP server answering with the replies a responder picks. Use as a context manager."""
 
-    def __init__(self, responder: Responder | None = None, latency: float = 0.0):
+    def __init__(self, responder: Responder | None = None, latency: float = 0.0, strict: bool = False):
+        """`strict`: validate request bodies as strict servers do (strict_requests.py); rejections are
+        answered as those servers answer and listed in `rejected`."""
         self.responder: Responder = responder or turns(Reply(content="ok"))
         self.latency = latency
+        self.strict = strict
+        self.rejected: list[str] = []
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._injections: list[_Injection] = []
@@ -158,10 +166,12 @@ class ScriptedLLM:
 
     def inject(self, status: int, times: int = 1, retry_after: float | None = None,
                body: dict[str, Any] | None = None, delay: float = 0.0,
-               headers: dict[str, str] | None = None) -> None:
-        """Make the next `times` requests fail with `status` (status 0 + delay: hang, then answer normally)."""
+               headers: dict[str, str] | None = None, raw: bytes | None = None,
+               content_type: str = "application/json") -> None:
+        """Make the next `times` requests fail with `status` (status 0 + delay: hang, then answer normally).
+        `raw` sends those bytes as the body instead (e.g. status 200 with an HTML page)."""
         with self._lock:
-            self._injections.append(_Injection(status, times, retry_after, body, delay, headers))
+            self._injections.append(_Injection(status, times, retry_after, body, delay, headers, raw, content_type))
 
     def _take_injection(self) -> _Injection | None:
         with self._lock:
@@ -190,10 +200,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
 
-    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+    def _send(self, status: int, payload: dict[str, Any] | bytes, headers: dict[str, str] | None = None,
+              content_type: str = "application/json") -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -225,10 +236,16 @@ class _Handler(BaseHTTPRequestHandler):
                 headers = dict(inj.headers or {})
                 if inj.retry_after is not None:
                     headers["retry-after"] = f"{inj.retry_after:g}"
-                self._send(inj.status, inj.body or _error_body(protocol, inj.status), headers)
+                payload = inj.raw if inj.raw is not None else inj.body or _error_body(protocol, inj.status)
+                self._send(inj.status, payload, headers, inj.content_type)
                 return
         if llm.latency > 0:
             time.sleep(llm.latency)
+        if llm.strict and (problem := validation_error(protocol, body)) is not None:
+            with llm._lock:
+                llm.rejected.append(problem)
+            self._send(*strict_error_reply(protocol, problem))
+            return
         if protocol == "anthropic":
             bad = _bad_signature(body)
             if bad:

@@ -34,6 +34,14 @@ def test_a_key_echoed_by_the_endpoint_lands_in_no_output_file(workdir: Path, scr
         assert SECRET not in p.read_text(errors="replace"), p
 
 
+def test_an_html_page_with_status_200_is_a_model_error_not_a_format_error(workdir: Path, scripted_llm, monkeypatch):
+    scripted_llm.inject(200, times=10, raw=b"<html><body>502 Bad Gateway</body></html>",
+                        content_type="text/html")
+    rec = run_inprocess(workdir, scripted_llm, monkeypatch)
+    assert (rec.exit_status, rec.infra_error, rec.reward) == ("model_error", True, None)
+    assert "not JSON" in (rec.error or "") and len(scripted_llm.requests) == 3
+
+
 def test_json_without_choices_is_retried_then_the_rollout_goes_on(workdir: Path, scripted_llm, monkeypatch):
     scripted_llm.set_responder(turns(call("submit")))
     scripted_llm.inject(200, body={"object": "chat.completion", "choices": []})
