@@ -24,12 +24,12 @@ def test_gemini_cli_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> N
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "gemini-cli", "gemini")
     assert (record.exit_status, record.passed, record.steps) == ("submitted", True, 3), \
         (rollout / "instance.log").read_text()
-    roles = [m["role"] for m in traj.messages]
+    roles = [m.role for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
-    assert traj.messages[2]["reasoning_content"] == "hmm" and traj.messages[2]["content"] == "Looking."
-    assert json.loads(traj.messages[4]["tool_calls"][0]["function"]["arguments"])["new_string"] == "goodbye"
-    assert traj.messages[3]["content"] == "hello\n"
-    assert {"read_file", "replace", "run_shell_command"} <= {t["function"]["name"] for t in traj.tools}
+    assert traj.messages[2].reasoning == "hmm" and traj.messages[2].content == "Looking."
+    assert json.loads((traj.messages[4].tool_calls or [])[0].arguments)["new_string"] == "goodbye"
+    assert traj.messages[3].content == "hello\n"
+    assert {"read_file", "replace", "run_shell_command"} <= {t.name for t in traj.tools}
     assert traj.usage.prompt_tokens == 30 and traj.cost > 0
     calls = recorded_calls(rollout, scripted_llm)
     assert len(calls) == 3 and "contents" in calls[-1].request

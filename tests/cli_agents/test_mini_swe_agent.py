@@ -22,12 +22,12 @@ def test_mini_swe_agent_edits_the_file_and_passes(tmp_path: Path, scripted_llm) 
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "mini-swe-agent", "chat")
     assert (record.exit_status, record.passed, record.steps) == ("submitted", True, 3), \
         (rollout / "instance.log").read_text()
-    roles = [m["role"] for m in traj.messages]
+    roles = [m.role for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant", "tool"]
-    assert traj.messages[2]["reasoning_content"] == "hmm" and traj.messages[2]["content"] == "Looking."
-    assert json.loads(traj.messages[4]["tool_calls"][0]["function"]["arguments"])["command"].startswith("sed")
-    assert "hello" in traj.messages[3]["content"]
-    assert [t["function"]["name"] for t in traj.tools] == ["bash"]
+    assert traj.messages[2].reasoning == "hmm" and traj.messages[2].content == "Looking."
+    assert json.loads((traj.messages[4].tool_calls or [])[0].arguments)["command"].startswith("sed")
+    assert "hello" in (traj.messages[3].content or "")
+    assert [t.name for t in traj.tools] == ["bash"]
     assert traj.usage.prompt_tokens == 30 and traj.cost > 0
     calls = recorded_calls(rollout, scripted_llm)
     assert len(calls) == 3 and calls[-1].response["choices"][0]["message"]["tool_calls"]

@@ -23,12 +23,12 @@ def test_qwen_code_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> No
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "qwen-code", "chat")
     assert (record.exit_status, record.passed, record.steps) == ("submitted", True, 3), \
         (rollout / "instance.log").read_text()
-    roles = [m["role"] for m in traj.messages]
+    roles = [m.role for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
-    assert traj.messages[2]["reasoning_content"] == "hmm" and traj.messages[2]["content"] == "Looking."
-    assert json.loads(traj.messages[4]["tool_calls"][0]["function"]["arguments"])["new_string"] == "goodbye"
-    assert "hello" in traj.messages[3]["content"]
-    assert {"read_file", "edit", "run_shell_command"} <= {t["function"]["name"] for t in traj.tools}
+    assert traj.messages[2].reasoning == "hmm" and traj.messages[2].content == "Looking."
+    assert json.loads((traj.messages[4].tool_calls or [])[0].arguments)["new_string"] == "goodbye"
+    assert "hello" in (traj.messages[3].content or "")
+    assert {"read_file", "edit", "run_shell_command"} <= {t.name for t in traj.tools}
     assert traj.usage.prompt_tokens == 30 and traj.cost > 0
     calls = recorded_calls(rollout, scripted_llm)
     assert len(calls) == 3 and calls[-1].request["stream"] is True
