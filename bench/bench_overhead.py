@@ -6,7 +6,8 @@ orphans, which come back to the bench as child subreaper), divided by the model 
 server answered. Each case gets one discarded warm-up run first (bytecode caches, the Dagster home),
 like a user's second run. The second table notes the tree's CPU at each request (/proc) during long
 rollouts: the cost of a step around step 20 against around step 200 shows whether a rollout's cost grows
-with its length. Usage: `uv run python -m bench.bench_overhead [--instances 20] [--steps 20] [--no-peer]`.
+with its length; the notes also split the main runs' CPU into start-up, between rollouts, inside them
+and after the last request. Usage: `uv run python -m bench.bench_overhead [--instances 20] [--steps 20] [--no-peer]`.
 """
 
 from __future__ import annotations
@@ -50,6 +51,16 @@ def _main_table(runs: list[CaseRun], instances: int, steps: int) -> None:
                 "scripted server at 0 latency",
                 ["run", "calls", "CPU/step ms", "× peer", "target", "start→1st request s", "exit tail s",
                  "target", "peak RSS MB", "wall s", "left running"], rows)
+
+
+def _breakdown_table(runs: list[CaseRun]) -> None:
+    rows = []
+    for r in runs:
+        start, between, inside, after = r.breakdown()
+        rows.append([r.case.label, f"{start:.2f}", f"{between:.1f}", f"{inside:.2f}", f"{after:.2f}"])
+    print_table("where the whole tree's CPU went (/proc at each request, 10 ms ticks)",
+                ["run", "start→1st request s", "between rollouts ms/rollout", "inside a rollout ms/step",
+                 "after the last request s"], rows)
 
 
 def _growth_table(runs: list[CaseRun], long: int) -> None:
@@ -104,8 +115,9 @@ def main() -> None:
         runs = []
         for case in cases:
             run_case(case, root / "warmup", 1, 1)
-            runs.append(run_case(case, root, args.instances, args.steps))
+            runs.append(run_case(case, root, args.instances, args.steps, sample_cpu=True))
         _main_table(runs, args.instances, args.steps)
+        _breakdown_table(runs)
         if args.long:
             long_cases = [c for c in cases if c.label in ("mimoagent, recording off", PEER)]
             _growth_table([run_case(c, root / "long", args.long_rollouts, args.long, sample_cpu=True)

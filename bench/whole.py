@@ -62,6 +62,18 @@ class CaseRun:
     def tree_tail_s(self) -> float:
         return self.tree.tree_exited - self.arrivals[-1][0] if self.arrivals else float("nan")
 
+    def breakdown(self) -> tuple[float, float, float, float]:
+        """Where the tree's CPU went, from the server's notes (`sample_cpu=True`, one worker): start-up
+        to the first request (s), between one rollout's last call and the next one's first (ms per
+        rollout: grading, teardown, set-up), per call inside a rollout (ms), after the last request (s)."""
+        rows = [r for r in self.arrivals if len(r) >= 3]
+        if not rows:
+            return (float("nan"),) * 4
+        between = [b[2] - a[2] for a, b in zip(rows, rows[1:], strict=False) if int(b[1]) == 1]
+        inside = [b[2] - a[2] for a, b in zip(rows, rows[1:], strict=False) if int(b[1]) != 1]
+        mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
+        return rows[0][2], mean(between) * 1e3, mean(inside) * 1e3, self.tree.cpu_s - rows[-1][2]
+
     def step_cost_ms(self, a: int, b: int) -> float:
         """Whole-tree CPU per call between call a and call b of each rollout (median over rollouts);
         needs the server's CPU notes, i.e. `sample_cpu=True`, and one worker."""
