@@ -17,6 +17,7 @@ from mimo_core.config import ModelConfig, PricingConfig
 from mimo_core.errors import ModelError, ModelInterrupted
 from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.base import ModelResponse, Usage
+from mimo_core.models.body_text import BodyEncoder
 from mimo_core.models.retry import UnusableReply, call_with_retry
 from mimo_core.models.secrets import client_secrets, scrub
 
@@ -73,6 +74,7 @@ class ProtocolModel:
             request_kwargs.setdefault(self.output_cap_key, cap)
         self.cfg = cfg
         self.name = cfg.model_name
+        self.body_encoder = BodyEncoder()
         self.client = client
         self.request_kwargs = request_kwargs
         self.endpoint_host = host_of(client.base_url)
@@ -130,7 +132,7 @@ class ProtocolModel:
     def query(self, messages: list[Message], tools: list[ToolSchema],
               cancel: threading.Event | None = None) -> ModelResponse:
         body = self.build_body(messages, tools)
-        text = _dumps(body)
+        text = self.body_encoder.encode(body)
         payload = text.encode()
         start = time.perf_counter()
         try:

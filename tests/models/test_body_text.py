@@ -1,0 +1,57 @@
+"""Bodies encoded with reused item texts are exactly the bodies encoded whole, call after call."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from mimo_core.models.body_text import BodyEncoder
+
+whole = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def test_reused_texts_give_the_same_bytes_as_encoding_the_whole_body() -> None:
+    enc = BodyEncoder()
+    history: list[dict] = []
+    for n in range(30):
+        history.append({"role": "user" if n % 2 else "assistant", "content": f"step {n} ✓ \"q\" \\ \n",
+                        "n": n, "f": n / 3, "none": None, "nested": {"a": [1, -0.0, True]}})
+        if n == 20:
+            history[:] = history[:5] + history[15:]  # trimmed: a new list keeping some of the same objects
+        body = {"model": "m", "messages": list(history), "tools": [{"name": "bash"}], "temperature": 0.2}
+        assert enc.encode(body) == whole(body)
+
+
+def test_an_item_replaced_by_an_equal_looking_new_object_is_encoded_again() -> None:
+    enc = BodyEncoder()
+    items = [{"content": str(i)} for i in range(10)]
+    enc.encode({"messages": items})
+    changed = [*items[:9], {"content": "different"}]
+    items[0] = {"content": "also different"}
+    body = {"messages": [items[0], *changed[1:]]}
+    assert enc.encode(body) == whole(body)
+
+
+def test_threads_sharing_one_encoder_each_get_their_own_bytes() -> None:
+    enc = BodyEncoder()
+    failures: list[str] = []
+
+    def rollout(tag: str) -> None:
+        history: list[dict] = []
+        for n in range(40):
+            history.append({"role": tag, "content": f"{tag}-{n}"})
+            body = {"model": tag, "messages": list(history)}
+            if enc.encode(body) != whole(body):
+                failures.append(f"{tag}@{n}")
+
+    threads = [threading.Thread(target=rollout, args=(f"t{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+def test_bodies_with_non_string_keys_fall_back_to_plain_encoding() -> None:
+    body = {1: "x", "messages": [{"a": 1}] * 10}
+    assert BodyEncoder().encode(body) == whole(body)
