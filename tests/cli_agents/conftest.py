@@ -28,7 +28,8 @@ def cli_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
     return CACHE
 
 
-def run_cli_rollout(folder: Path, server, cli: str, protocol: str, **agent: object):
+def run_cli_rollout(folder: Path, server, cli: str, protocol: str, environment: dict | None = None,
+                    exit_code: int = 0, **agent: object):
     """One rollout of `cli` on the greeting task through the real `mimoagent` command: (record, folder, traj)."""
     from mimo_core.results import ResultsStore
     from mimo_core.testing.tasks import write_tasks
@@ -37,11 +38,11 @@ def run_cli_rollout(folder: Path, server, cli: str, protocol: str, **agent: obje
 
     needs_npm()
     data = write_tasks(folder)
-    cfg = write_cli_config(folder, cli.replace("-", "_"), cli, protocol, **agent)
+    cfg = write_cli_config(folder, cli.replace("-", "_"), cli, protocol, environment=environment, **agent)
     out = folder / "out"
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], server,
                    "anthropic" if protocol in ("anthropic", "gemini") else protocol, timeout=900)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == exit_code, proc.stderr
     [record] = ResultsStore(out).load().values()
     rollout = out / record.output_dir
     traj = read_trajectory(rollout / "traj.json")
@@ -74,10 +75,11 @@ def leaked_files(folder: Path, secret: str) -> list[str]:
     return [str(p) for p in folder.rglob("*") if p.is_file() and secret in p.read_text(errors="replace")]
 
 
-def write_cli_config(folder: Path, name: str, cli: str, protocol: str, **agent: object) -> Path:
+def write_cli_config(folder: Path, name: str, cli: str, protocol: str, environment: dict | None = None,
+                     **agent: object) -> Path:
     cfg = {
         "agent": {"type": cli, "step_limit": 10, "instance_template": "{{task}}", **agent},
-        "environment": {"environment_class": "local", "timeout": 60},
+        "environment": {"environment_class": "local", "timeout": 60, **(environment or {})},
         "model": {
             "model_name": "scripted-model", "protocol": protocol,
             "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "${MIMO_TEST_API_KEY}"},

@@ -35,6 +35,7 @@ class ClaudeCode(CliSpec):
             "ANTHROPIC_BASE_URL": run.base_url, "ANTHROPIC_API_KEY": run.api_key, "CLAUDE_CONFIG_DIR": run.state_dir,
             "IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+            "CLAUDE_CODE_MAX_RETRIES": str(run.max_retries), "API_TIMEOUT_MS": str(int(run.request_timeout * 1000)),
         }
 
     def convert(self, stdout: str, files: dict[str, str], run: CliRun) -> Conversation:

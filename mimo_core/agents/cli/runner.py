@@ -81,7 +81,8 @@ class CliAgent:
                             timeout=self.model.retry.timeout) as proxy:
             run = CliRun(name=spec.name, home=home, state_dir=state, prompt_file=prompt_file, workdir=env.spec.cwd,
                          base_url=proxy.url(proxy_host), api_key=key, model_name=self.model.model_name,
-                         step_limit=cfg.step_limit, extra_args=cfg.cli_args)
+                         step_limit=cfg.step_limit, max_retries=max(self.model.retry.max_attempts - 1, 0),
+                         request_timeout=self.model.retry.timeout, extra_args=cfg.cli_args)
             for path, text in spec.setup_files(run).items():
                 env.write_file(path, text.encode())
             command = (f"{{ {spec.command(run)}\n}} > {shlex.quote(state + '/stdout.log')}"

@@ -25,6 +25,8 @@ class CliRun(BaseModel):
     api_key: str
     model_name: str
     step_limit: int = 0
+    max_retries: int = 0  # model.retry.max_attempts - 1, where the CLI lets us set it
+    request_timeout: float = 600.0  # model.retry.timeout, seconds
     extra_args: list[str] = Field(default_factory=list)
 
     @property
