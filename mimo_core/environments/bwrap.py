@@ -144,6 +144,13 @@ class BwrapSandbox:
     def kill_marked(self, name: str, value: str) -> None:
         self.ask(_KILL_MARKED.format(needle=shlex.quote(f"{name}={value}")) + "; echo ok")
 
+    def kill_commands(self) -> None:
+        """Kill every process of the sandbox but its PID 1 (any thread): the sandbox stays usable."""
+        try:
+            self.ask("kill -9 -1 2>/dev/null; echo ok", timeout=5)
+        except SandboxError:
+            self.kill_all()
+
     def kill_all(self) -> None:
         """Kill every process of the sandbox at once (the namespace dies with its PID 1). Any thread."""
         proc = self.proc

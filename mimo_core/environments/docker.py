@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from mimo_core.environments import docker_registry
+from mimo_core.environments import docker_registry, live
 from mimo_core.environments.base import ExecResult, SandboxSpec
 from mimo_core.environments.docker_shell import open_shell
 from mimo_core.environments.docker_streams import MAX_CAPTURE, FrameReader, link_target, spool
@@ -113,6 +113,7 @@ class DockerEnvironment:
         try:
             self.container = self._create()
             docker_registry.track(self)
+            live.track(self)
             self.container.start()
         except docker.errors.APIError as e:
             raise SandboxError(f"container from {self.image} failed to start: {e.explanation or e}") from None
@@ -169,6 +170,7 @@ class DockerEnvironment:
         if container is not None:
             docker_registry.remove(container.id, self.client)
         docker_registry.untrack(self)
+        live.untrack(self)
         if self.client is not None:
             try:
                 self.client.close()
@@ -239,6 +241,15 @@ class DockerEnvironment:
             returncode = 1 if code is None else int(code)
         return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
                           duration_s=time.monotonic() - start)
+
+    def interrupt(self) -> None:
+        """Kill every process of the container but its PID 1, now (any thread): running commands return."""
+        container = self.container
+        if container is not None:
+            try:
+                container.exec_run(["sh", "-c", "kill -9 -1"])
+            except Exception:
+                pass
 
     def _kill(self, marker: str, name: str = "MIMO_EXEC_ID") -> None:
         """SIGKILL every process of one exec: all of them carry its marker in their environment."""

@@ -1,4 +1,5 @@
-"""The local sandboxes this process holds, so a stopping runner can end their commands from any thread.
+"""The sandboxes this process holds (local and docker), so a stopping runner can end their commands from
+any thread.
 
 `interrupt_all()` kills every process of every live sandbox at once (a command sleeping for a minute
 returns at once, as killed); the rollouts then unwind through their own `stop()`. The atexit hook stops

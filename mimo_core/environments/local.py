@@ -131,8 +131,9 @@ class LocalEnvironment:
 
     def interrupt(self) -> None:
         """Kill every process of this rollout now (any thread): a running command returns at once."""
-        if self._bwrap is not None:
-            self._bwrap.kill_all()
+        if self._bwrap is not None:  # (bwrap itself carries the marker: no host-side scan here)
+            self._bwrap.kill_commands()
+            return
         for pgid in list(self._pgids):
             _kill_group(pgid)
         kill_marked(SANDBOX_VAR, self.sandbox_id)

@@ -83,3 +83,18 @@ def test_the_shell_is_one_exec_kept_open(make_docker_env) -> None:
     bash = BashTool(default_timeout=10)
     first = bash.run({"command": "echo $$; sleep 100 >/dev/null 2>&1 &"}, env).output.split()[0]
     assert bash.run({"command": "echo $$"}, env).output.split()[0] == first
+
+
+def test_a_running_command_can_be_killed_from_another_thread(make_docker_env) -> None:
+    """What a SIGTERM handler does (environments.live.interrupt_all): a command sleeping returns at once."""
+    import threading
+
+    from mimo_core.environments import live
+
+    env = make_docker_env(cwd="/testbed")
+    bash = BashTool(default_timeout=60)
+    threading.Timer(1.0, live.interrupt_all).start()
+    start = time.monotonic()
+    res = bash.run({"command": "sleep 60"}, env)
+    assert time.monotonic() - start < 10 and res.returncode != 0
+    assert bash.run({"command": "echo back"}, env).output.startswith("back\n")  # a new shell serves the next call

@@ -36,6 +36,11 @@ def test_a_command_can_be_killed_from_another_thread(make_env: MakeEnv, sandbox:
     res = bash.run({"command": "sleep 60"}, env)
     assert time.monotonic() - start < 5
     assert res.returncode != 0
+    threading.Timer(0.5, live.interrupt_all).start()
+    start = time.monotonic()
+    assert env.execute("sleep 60", timeout=60).returncode != 0
+    assert time.monotonic() - start < 5
+    assert bash.run({"command": "echo back"}, env).output.startswith("back\n")  # the sandbox still works
 
 
 def test_the_judge_and_the_agent_have_separate_shells(make_env: MakeEnv) -> None:
