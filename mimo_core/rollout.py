@@ -21,11 +21,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from mimo_core.agents.base import AgentResult
+from mimo_core.blame import WorkdirDestroyed, check_workdir
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.datasets.requirements import keep_verifier_evidence, preflight, with_task_limits
 from mimo_core.environments.base import Environment, SandboxSpec, make_environment
-from mimo_core.errors import MimoError, status_of
+from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
 from mimo_core.results import ResultRecord, ResultsStore, write_json
@@ -183,6 +184,8 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
         else:
             rec.log(f"{status.value}: {e}")
         failure = (status, str(e) if isinstance(e, MimoError) else f"{type(e).__name__}: {e}")
+        if isinstance(e, WorkdirDestroyed):
+            grade = e.grade()
     finally:
         sandboxes.stop_all(rec)
     timings.ended_at = _now()
@@ -218,8 +221,13 @@ def _act(
         result = agent.run(job.task, env, rec)
         if result.exit_status in UNGRADED_STATUSES:
             return result, None
-        submission = result.submission if result.submission is not None else dtype.collect_submission(env, job.task)
-        return result, submission
+        if result.submission is not None:
+            return result, result.submission
+        try:
+            return result, dtype.collect_submission(env, job.task)
+        except SandboxError:
+            check_workdir(env)  # the agent's own doing, if it destroyed its working directory
+            raise
     if job.recalc == GT:
         applied, log = dtype.apply_gold(env, job.task)
         submission = dtype.collect_submission(env, job.task) if applied else (dtype.gold_submission(job.task) or "")

@@ -90,5 +90,5 @@ def test_unreachable_model_is_an_infra_error_after_retries(workdir: Path, script
 def test_auth_error_is_not_retried(workdir: Path, scripted_llm, monkeypatch) -> None:
     scripted_llm.inject(401, body={"error": {"message": "bad key", "type": "invalid_api_key"}})
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert (rec.exit_status, rec.infra_error) == ("model_auth_error", False)
+    assert (rec.exit_status, rec.infra_error) == ("model_auth_error", True)
     assert len(scripted_llm.requests) == 1
