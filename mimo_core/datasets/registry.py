@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 from mimo_core.datasets.base import DatasetType
@@ -35,25 +36,30 @@ def get_dataset_type(name: str, collect: str = "strict") -> DatasetType:
     return getattr(importlib.import_module(module), cls)(collect=collect)
 
 
-def infer_type(row: dict[str, Any]) -> str:
-    """`dataset_type` when given; else the row's shape, then its image name; else generic.
+# The inference rules, first match wins; docs/datasets.md shows this table and
+# tests/datasets/test_type_inference.py has one test per rule. Fields only one type carries come first:
+# image names alone are ambiguous (DeepSWE's images live in repositories called `swe-bench-YYYYMM`).
+_FIELD_RULES: list[tuple[tuple[str, ...], str]] = [
+    (("verifier_mode", "collect", "harbor"), "deepswe"),
+    (("FAIL_TO_PASS", "test_patch"), "opensource-code"),
+    (("poc_cmd", "crash_type", "fuzz_target"), "arvo"),
+]
+_IMAGE_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"arvo"), "arvo"),
+    (re.compile(r"deep-?swe|(^|/)swe-bench-\d{6}(:|@|$)"), "deepswe"),  # …/swe-bench-202605:<id>-v1.1
+    (re.compile(r"sweb\.eval|swe-?bench"), "opensource-code"),
+]
 
-    Image names alone are ambiguous (DeepSWE images live in a repository called `swe-bench-...`), so
-    fields that only one type carries are checked first.
-    """
+
+def infer_type(row: dict[str, Any]) -> str:
+    """`dataset_type` when given; else the first field rule, then the first image rule; else generic."""
     if row.get("dataset_type"):
         return canonical_name(str(row["dataset_type"]))
-    if "verifier_mode" in row or "collect" in row or "harbor" in row:
-        return "deepswe"
-    if "FAIL_TO_PASS" in row or "test_patch" in row:
-        return "opensource-code"
-    if "poc_cmd" in row or "crash_type" in row or "fuzz_target" in row:
-        return "arvo"
+    for fields, name in _FIELD_RULES:
+        if any(f in row for f in fields):
+            return name
     image = str(row.get("image") or row.get("image_name") or "").lower()
-    if "arvo" in image:
-        return "arvo"
-    if "deep-swe" in image or "deepswe" in image:
-        return "deepswe"
-    if "sweb.eval" in image or "swebench" in image or "swe-bench" in image:
-        return "opensource-code"
+    for pattern, name in _IMAGE_RULES:
+        if image and pattern.search(image):
+            return name
     return "generic"

@@ -1,0 +1,60 @@
+"""A task whose verifier files are missing (two public DeepSWE tasks lack tests/config.json) is reported by
+the converter, marked in its row, and graded as a grading_error naming the file, from the first second."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from mimo_core.results import ResultsStore
+from tests.core.conftest import REPO, run_cli
+from tests.harbor.conftest import write_harbor_config
+
+
+def _broken_copy(tmp_path: Path) -> Path:
+    src = tmp_path / "tasks"
+    shutil.copytree(REPO / "examples" / "demo" / "py-ini-comments", src / "py-ini-comments")
+    shutil.copytree(REPO / "examples" / "demo" / "py-median-even", src / "py-median-even")
+    (src / "py-ini-comments" / "tests" / "config.json").unlink()  # its grade.py reads /tests/config.json
+    return src
+
+
+def _convert(src: Path, out: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "scripts/convert_deepswe.py", "--src", str(src), "--out", str(out),
+                           *flags], cwd=REPO, capture_output=True, text=True)
+
+
+def test_converter_reports_the_missing_file_and_marks_the_row(tmp_path: Path) -> None:
+    proc = _convert(_broken_copy(tmp_path), tmp_path / "rows.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "warning: task py-ini-comments: verifier file(s) missing: tests/config.json "
+        "(row marked: grading it is a grading_error)"]
+    rows = {r["instance_id"]: r for r in map(json.loads, (tmp_path / "rows.jsonl").read_text().splitlines())}
+    assert rows["py-ini-comments"]["verifier_files_missing"] == ["tests/config.json"]
+    assert rows["py-median-even"]["verifier_files_missing"] == []
+
+
+def test_strict_converter_exits_non_zero_and_writes_nothing(tmp_path: Path) -> None:
+    proc = _convert(_broken_copy(tmp_path), tmp_path / "rows.jsonl", "--strict")
+    assert proc.returncode == 1
+    assert "error: task py-ini-comments: verifier file(s) missing: tests/config.json" in proc.stderr
+    assert not (tmp_path / "rows.jsonl").exists()
+
+
+def test_a_marked_row_is_a_grading_error_with_the_reason_and_runs_nothing(tmp_path: Path, scripted_llm) -> None:
+    assert _convert(_broken_copy(tmp_path), tmp_path / "rows.jsonl").returncode == 0
+    out = tmp_path / "out"
+    for args in ([], ["--recalc-input", "gt"]):
+        proc = run_cli(["-c", str(write_harbor_config(tmp_path)), "--dataset", str(tmp_path / "rows.jsonl"),
+                        "-o", str(out), "--redo-existing", *args], scripted_llm)
+        assert proc.returncode == 0, proc.stderr
+        records = {r.instance_id: r for r in ResultsStore(out).load().values()}
+        broken = records["py-ini-comments"]
+        assert (broken.exit_status, broken.reward, broken.infra_error) == ("grading_error", None, True)
+        assert broken.error == ("the task's verifier files are missing (tests/config.json): it cannot be graded")
+        assert broken.duration_s < 5 and broken.steps == 0
+        assert records["py-median-even"].exit_status != "grading_error"

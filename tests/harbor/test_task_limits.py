@@ -1,0 +1,44 @@
+"""The task's own agent timeout (Harbor `[agent].timeout_sec`) ends the agent with `time_limit`, and the
+rollout is still graded, on what was committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mimo_core.testing.scripted_llm import call, turns
+from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_rows
+
+GIT = "git -c user.name=agent -c user.email=agent@example.com"
+COMMIT_THEN_KEEP_WORKING = turns(
+    call("bash", command=f"echo goodbye > greeting.txt && {GIT} commit -qam fix"),
+    call("bash", command="sleep 0.3; echo hello again > greeting.txt"),  # repeated: never submits
+)
+
+
+def test_task_agent_timeout_ends_the_agent_and_the_committed_state_is_graded(
+    tmp_path: Path, scripted_llm, run_rollout
+) -> None:
+    scripted_llm.set_responder(COMMIT_THEN_KEEP_WORKING)
+    rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", agent_timeout=1.5))
+    record, rollout = run_rollout(rows, write_harbor_config(tmp_path, agent={"step_limit": 500}))
+    assert record.exit_status == "time_limit" and record.infra_error is False
+    assert 3 <= record.steps < 20
+    assert (record.reward, record.passed) == (1.0, True)  # the commit, not the later uncommitted edit
+    assert record.grading["uncommitted_files"] == 1
+    assert "agent time limit: 1.5s" in (rollout / "instance.log").read_text()
+
+
+def test_a_stricter_config_time_limit_wins_over_the_tasks(tmp_path: Path, scripted_llm, run_rollout) -> None:
+    scripted_llm.set_responder(COMMIT_THEN_KEEP_WORKING)
+    rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", agent_timeout=600))
+    record, rollout = run_rollout(rows, write_harbor_config(tmp_path, agent={"step_limit": 500, "time_limit": 1.0}))
+    assert record.exit_status == "time_limit" and record.duration_s < 60
+    assert "agent time limit" not in (rollout / "instance.log").read_text()
+
+
+def test_converted_rows_carry_the_tasks_timeouts(tmp_path: Path) -> None:
+    [row] = [json.loads(line) for line in
+             write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", agent_timeout=42)).read_text().splitlines()]
+    assert (row["agent_timeout_sec"], row["verifier_timeout_sec"], row["build_timeout_sec"]) == (42.0, 60.0, 300.0)
+    assert row["collect"][0]["timeout_sec"] == 30.0
