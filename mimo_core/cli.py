@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mimoagent",
         description="Run agent rollouts on a dataset, grade them in place, record trajectories. "
                     "`mimoagent cleanup` removes leftover sandboxes (containers, local folders and their "
-                    "processes) of crashed runs.",
+                    "processes) of crashed runs; `mimoagent payload build` packs CLI agents for offline installs.",
     )
     p.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
                    help="YAML config; several = one config per instance at random (A/B), seeded")
@@ -76,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["cleanup"]:
             return _cleanup(build_cleanup_parser().parse_args(argv[1:]))
+        if argv[:2] == ["payload", "build"]:
+            from mimo_core.agents.cli.payload_cli import main as payload_build
+
+            return payload_build(argv[2:], _Parser)
         return _run(build_parser().parse_args(argv))
     except MimoError as e:
         print(f"mimoagent: error: {e}", file=sys.stderr)
