@@ -51,3 +51,10 @@ def test_latest_is_refused_unless_allowed_and_versions_cannot_inject_shell() -> 
     assert resolve_version(spec, "latest", True) == "latest"
     with pytest.raises(ConfigError, match="is not a version of @openai/codex"):
         resolve_version(spec, "1.0; rm -rf /", False)
+
+
+def test_every_cli_agent_has_a_shipped_profile_that_loads() -> None:
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    for name, entry in CLI_AGENTS.items():
+        cfg = load_config(configs / f"{name.replace('-', '_')}.yaml").config
+        assert (cfg.agent.type, cfg.model.protocol) == (name, entry.protocol)
