@@ -1,24 +1,52 @@
-"""`mimoagent-dagster dev|webserver ...`: the Dagster UI on the instance CLI runs record into."""
+"""`mimoagent-dagster [--postgres URL] dev|webserver|daemon ...`: Dagster on the instance CLI runs
+record into.
+
+Dagster is started as `<this python> -m dagster ...`, never looked up on PATH, so the command works
+when called by absolute path from a venv that is not activated.
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
-import shutil
 import sys
 from pathlib import Path
 
-from mimo_assets.helpers.home import dagster_home
+from mimo_assets.helpers.home import POSTGRES_URL_ENV, dagster_home
 
 WORKSPACE = Path(__file__).resolve().parent.parent / "workspace.yaml"
+MODULES = {"webserver": "dagster_webserver", "daemon": "dagster._daemon"}
+
+
+def command(args: list[str]) -> list[str]:
+    """The argv to exec: `python -m dagster_webserver ...`, `python -m dagster dev ...`, etc."""
+    tool, rest = (args[0], args[1:]) if args else ("dev", [])
+    if tool in MODULES:
+        module = MODULES[tool]
+        rest = ["run", *rest] if tool == "daemon" else rest
+    else:
+        module, rest = "dagster", [tool, *rest]
+    if tool in ("dev", "webserver", "daemon") and "-w" not in rest and "--workspace" not in rest:
+        rest = [*rest, "-w", str(WORKSPACE)]
+    return [sys.executable, "-m", module, *rest]
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv) or ["dev"]
-    os.environ["DAGSTER_HOME"] = str(dagster_home())
-    tool = "dagster-webserver" if args[0] == "webserver" else "dagster"
-    rest = args[1:] if args[0] == "webserver" else args
-    exe = shutil.which(tool) or tool
-    if "-w" not in rest and "--workspace" not in rest:
-        rest = [*rest, "-w", str(WORKSPACE)]
+    # Only our own leading flag is parsed here: everything else (including --help) is Dagster's.
+    parser = argparse.ArgumentParser(prog="mimoagent-dagster", add_help=False)
+    parser.add_argument("--postgres", metavar="URL")
+    args = list(sys.argv[1:] if argv is None else argv)
+    cut = next((i for i, a in enumerate(args) if not a.startswith("--postgres") and
+                (i == 0 or args[i - 1] != "--postgres")), len(args))
+    opts = parser.parse_args(args[:cut])
+    rest = args[cut:]
+    if opts.postgres:
+        os.environ[POSTGRES_URL_ENV] = opts.postgres  # store runs and events in PostgreSQL
+    try:
+        os.environ["DAGSTER_HOME"] = str(dagster_home())
+    except ValueError as e:
+        print(f"mimoagent-dagster: {e}", file=sys.stderr)
+        sys.exit(2)
+    argv_out = command(rest)
     print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}", file=sys.stderr)
-    os.execvp(exe, [exe, *rest])
+    os.execv(argv_out[0], argv_out)

@@ -1,7 +1,9 @@
 """The one Dagster instance both doors use: CLI runs record into it and `dagster dev` reads it.
 
-`DAGSTER_HOME` wins when set; otherwise `~/.mimoagent/dagster_home`, created on first use, so a new user
-gets a persistent instance without setting anything (`mimoagent-dagster dev` points the UI at it).
+`DAGSTER_HOME` wins when set; otherwise `~/.mimoagent/dagster_home` (SQLite) or, when
+`MIMOAGENT_DAGSTER_POSTGRES_URL` is set, `~/.mimoagent/dagster_home_postgres`, created on first use
+with the matching `dagster.yaml` (mimo_assets/instance_yaml/), so a new user gets a persistent instance
+without setting anything (`mimoagent-dagster dev` points the UI at it).
 """
 
 from __future__ import annotations
@@ -16,38 +18,46 @@ from mimo_core.results import atomic_write_text
 if TYPE_CHECKING:
     from dagster import DagsterInstance
 
+POSTGRES_URL_ENV = "MIMOAGENT_DAGSTER_POSTGRES_URL"
 DEFAULT_HOME = "~/.mimoagent/dagster_home"
+DEFAULT_POSTGRES_HOME = "~/.mimoagent/dagster_home_postgres"
+YAML_DIR = Path(__file__).resolve().parents[1] / "instance_yaml"
 
 
-# Written once into a new home: no telemetry (runs may be offline); a bounded run queue so a UI backfill
-# over thousands of partitions never floods the machine; one consolidated SQLite event log, which
-# stores a materialization in about 60% of the time of the default per-run shards (measured: 6.6 vs
-# 11 ms), and a run records one per partition and asset.
-DEFAULT_YAML = """\
-telemetry:
-  enabled: false
-run_queue:
-  max_concurrent_runs: 4
-event_log_storage:
-  module: dagster.core.storage.event_log
-  class: ConsolidatedSqliteEventLogStorage
-  config:
-    base_dir: {home}/history
-"""
+def storage_kind() -> str:
+    """"postgres" when the URL variable is set. A bare `postgresql://` URL is pinned to psycopg2 (the
+    driver dagster-postgres installs) in this process's environment, which every Dagster process started
+    from here inherits: SQLAlchemy 2.1 would otherwise look for psycopg 3."""
+    url = os.environ.get(POSTGRES_URL_ENV, "")
+    if not url:
+        return "sqlite"
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme in ("postgres", "postgresql"):
+        os.environ[POSTGRES_URL_ENV] = f"postgresql+psycopg2://{rest}"
+    return "postgres"
+
+
+def instance_yaml(kind: str, home: Path) -> str:
+    return (YAML_DIR / f"{kind}.yaml").read_text().replace("{home}", str(home))
 
 
 def dagster_home() -> Path:
-    home = Path(os.environ.get("DAGSTER_HOME") or DEFAULT_HOME).expanduser().resolve()
+    kind = storage_kind()
+    default = DEFAULT_POSTGRES_HOME if kind == "postgres" else DEFAULT_HOME
+    home = Path(os.environ.get("DAGSTER_HOME") or default).expanduser().resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():  # atomically: a concurrent first run must never read half a file
-        atomic_write_text(config, DEFAULT_YAML.format(home=home))
+        atomic_write_text(config, instance_yaml(kind, home))
+    elif kind == "postgres" and POSTGRES_URL_ENV not in config.read_text():
+        raise ValueError(f"{POSTGRES_URL_ENV} is set but {config} does not use it (it was created for SQLite): "
+                         f"unset DAGSTER_HOME or point it at a new folder")
     return home
 
 
 def get_instance() -> DagsterInstance:
-    """The instance, its SQLite schemas created under a lock: two runs opening a new home at the same
-    moment would otherwise both try to create the same tables."""
+    """The instance, its schemas created under a lock: two runs opening a new home at the same moment
+    would otherwise both try to create the same tables."""
     from dagster import DagsterInstance
 
     home = dagster_home()

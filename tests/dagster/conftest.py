@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from mimo_assets.helpers.home import POSTGRES_URL_ENV
+from mimo_core.testing.postgres import PostgresServer, postgres_server
 from mimo_core.testing.scripted_llm import Reply, Request, ScriptedLLM, call
 from tests.core.conftest import REPO, SECRET
 
@@ -25,15 +28,33 @@ def good_or_bad(req: Request) -> Reply:
     return call("submit")
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One PostgreSQL server for the session (a database per test keeps tests independent)."""
+    try:
+        with postgres_server() as server:
+            yield server
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+
+
 @pytest.fixture
-def dagster_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """A private instance and output root; the environment a CLI subprocess gets too."""
+def dagster_env(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A private instance and output root; the environment a CLI subprocess gets too. SQLite unless
+    parametrized `indirect` with "postgres": then a new database on the session's PostgreSQL server."""
     env = {"DAGSTER_HOME": str(tmp_path / "dagster_home"), "MIMOAGENT_OUTPUT_ROOT": str(tmp_path / "store")}
+    if getattr(request, "param", "sqlite") == "postgres":
+        server: PostgresServer = request.getfixturevalue("postgres")
+        env[POSTGRES_URL_ENV] = server.create_database(f"dagster_{uuid.uuid4().hex[:12]}")
+    else:
+        monkeypatch.delenv(POSTGRES_URL_ENV, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     from mimo_assets.helpers.home import dagster_home
 
     dagster_home()  # created as a new user's would be, with its dagster.yaml
+    if POSTGRES_URL_ENV in env:
+        env[POSTGRES_URL_ENV] = os.environ[POSTGRES_URL_ENV]  # with the driver dagster_home() named
     return env
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
+import pytest
 from dagster import AssetKey, DagsterInstance
 
+from mimo_assets.helpers.home import POSTGRES_URL_ENV
+from mimo_core.testing.postgres import bin_dir
 from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.core.conftest import SECRET
 from tests.dagster.conftest import run_cli
@@ -21,6 +25,7 @@ def _count(instance: DagsterInstance) -> dict[str, int]:
     return {k: len(_materializations(instance, k)) for k in (*ROLLOUT_ASSETS, "converted_jsonl", "config_files")}
 
 
+@pytest.mark.parametrize("dagster_env", ["sqlite", "postgres"], indirect=True)
 def test_cli_runs_materialize_each_partition_once_with_lineage_and_resume(
     tmp_path: Path, dagster_env, llm,
 ) -> None:
@@ -47,14 +52,21 @@ def test_cli_runs_materialize_each_partition_once_with_lineage_and_resume(
     assert _count(instance) == {"rollouts": 8, "judge_scores": 8, "graded_results": 8,
                                 "converted_jsonl": 1, "config_files": 1}
     assert len(instance.get_runs()) == 2
-    _assert_no_secret(Path(dagster_env["DAGSTER_HOME"]), tmp_path / "out")
+    _assert_no_secret(dagster_env, Path(dagster_env["DAGSTER_HOME"]), tmp_path / "out")
 
 
-def _assert_no_secret(*folders: Path) -> None:
-    """The API key reached the endpoint but no file of the instance (SQLite, compute logs) or outputs."""
+def _assert_no_secret(env: dict[str, str], *folders: Path) -> None:
+    """The API key reached the endpoint but no file of the instance (SQLite, compute logs), no row of its
+    PostgreSQL database and no output file."""
     files = [p for folder in folders for p in folder.rglob("*") if p.is_file()]
-    assert any(p.name.endswith(".db") for p in files)
     assert [str(p) for p in files if SECRET.encode() in p.read_bytes()] == []
+    if POSTGRES_URL_ENV in env:
+        dump = subprocess.run([f"{bin_dir()}/pg_dump", "--data-only", env[POSTGRES_URL_ENV].replace("+psycopg2", "")],
+                              check=True,
+                              capture_output=True, text=True).stdout
+        assert "graded_results" in dump and SECRET not in dump
+    else:
+        assert any(p.name.endswith(".db") for p in files)
 
 
 def _assert_lineage(instance: DagsterInstance) -> None:
@@ -94,6 +106,7 @@ def test_recalc_materializes_graded_results_only(tmp_path: Path, dagster_env, ll
         assert mat.tags["dagster/input_event_pointer/judge_scores"] != "NULL"
 
 
+@pytest.mark.parametrize("dagster_env", ["sqlite", "postgres"], indirect=True)
 def test_two_cli_runs_record_into_one_instance_at_once(tmp_path: Path, dagster_env, llm) -> None:
     import os
     import subprocess
