@@ -18,6 +18,7 @@ from pydantic import Field
 from mimo_assets.asset_keys import ANALYTICS_GROUP, CONFIG_FILES
 from mimo_assets.cli_recording.feed import Feed
 from mimo_assets.cli_recording.record import record_cli_run
+from mimo_assets.helpers.batching import emit_all
 from mimo_assets.helpers.evaluate import execute
 from mimo_assets.helpers.events import run_tags
 from resources import ModelEndpoint, OutputStore, SandboxBackend
@@ -47,11 +48,12 @@ def evaluate_op(
 ) -> Iterator[AssetMaterialization]:
     """Run (or, given a CLI run's feed, record) rollouts; log each partition's materializations as it finishes."""
     if cli_feed is not None:
-        yield from record_cli_run(context.instance, cli_feed, output_store.datasets_dir(), context.log)
+        yield from emit_all(context, record_cli_run(context.instance, cli_feed, output_store.datasets_dir(),
+                                                    context.log))
         return
     tags = run_tags({k: v for k, v in context.run.tags.items() if k.startswith("mimoagent/")})
-    yield from execute(context.instance, config, context.run.run_id, output_store, model_endpoint, sandbox_backend,
-                       context.log, tags)
+    yield from emit_all(context, execute(context.instance, config, context.run.run_id, output_store, model_endpoint,
+                                         sandbox_backend, context.log, tags))
 
 
 @job(name=EVALUATE_JOB, description="Evaluate a dataset × config set: rollouts, judge scores, graded results.")

@@ -29,6 +29,7 @@ from mimo_assets.asset_keys import (
     ROLLOUTS,
     ROLLOUTS_GROUP,
 )
+from mimo_assets.helpers.batching import emit_all
 from mimo_assets.helpers.engine import materializations, run_in_thread
 from mimo_assets.helpers.events import run_tags
 from mimo_assets.helpers.inputs import latest, load_converted, registered_configs, upstream
@@ -107,7 +108,7 @@ def _regrade_jobs(
         AssetSpec(JUDGE_SCORES, deps=[ROLLOUTS], group_name=ROLLOUTS_GROUP, skippable=True,
                   partitions_def=rollout_partitions,
                   description="Rubric scores from the in-environment judge agent (empty without a judge)."),
-        AssetSpec(GRADED_RESULTS, deps=[JUDGE_SCORES], group_name=ROLLOUTS_GROUP, skippable=True,
+        AssetSpec(GRADED_RESULTS, deps=[ROLLOUTS, JUDGE_SCORES], group_name=ROLLOUTS_GROUP, skippable=True,
                   partitions_def=rollout_partitions,
                   description="The verifier's reward per rollout; a recalc rematerializes only this."),
     ],
@@ -132,7 +133,7 @@ def rollouts(
                            run_id=context.run.run_id)
                 for i, c in keys for k in range(config.num_rollouts)]
     context.log.info(f"{len(jobs)} rollouts over {len(keys)} partitions, {config.workers} at a time -> {output}")
-    yield from materializations(
+    yield from emit_all(context, materializations(
         context.instance, run_in_thread(jobs, config.workers), [j.key for j in jobs], output,
         upstream(context.instance), run_tags(), graded_only=graded_only, log=context.log,
-    )
+    ))

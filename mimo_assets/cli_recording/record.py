@@ -11,14 +11,14 @@ from typing import Any
 from dagster import AssetMaterialization, DagsterInstance
 
 from mimo_assets.cli_recording.feed import Feed
-from mimo_assets.helpers.engine import materializations
+from mimo_assets.helpers.engine import Event, materializations
 from mimo_assets.helpers.events import run_tags
 from mimo_assets.helpers.inputs import config_events, dataset_events, upstream
 
 
 def record_cli_run(
     instance: DagsterInstance, feed: Feed, datasets_dir: Path, log: Any,
-) -> Iterator[AssetMaterialization]:
+) -> Iterator[AssetMaterialization | list[Event]]:
     """The CLI ran (and is running) the rollouts; register its inputs and log each partition."""
     from mimo_core.datasets.loader import load_tasks
 
@@ -43,6 +43,7 @@ def execute_feed(feed: Feed) -> str | None:
     """Run the `evaluate` job in this process over a feed; an error message, or None when recorded."""
     try:
         from mimo_assets.definitions import defs
+        from mimo_assets.helpers.batching import INFRA_FAILURE_PREFIX
         from mimo_assets.helpers.home import dagster_home, get_instance
         from mimo_assets.jobs import EVALUATE_JOB
 
@@ -60,6 +61,11 @@ def execute_feed(feed: Feed) -> str | None:
                 run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
             )
         if not result.success:
+            error = result.failure_data_for_node("evaluate_op")
+            message = str(error.error.message if error and error.error else "").strip()
+            if INFRA_FAILURE_PREFIX in message:  # recorded; the run is red because partitions failed
+                print(f"recorded as failed dagster run {result.run_id}: {message[:300]}", flush=True)
+                return None
             return f"dagster run {result.run_id} failed (see it in the UI; DAGSTER_HOME={dagster_home()})"
         return None
     except Exception as e:

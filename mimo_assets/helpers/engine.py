@@ -13,10 +13,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetMaterialization, AssetRecordsFilter, DagsterInstance
+from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, DagsterInstance
+from dagster._core.definitions.events import AssetMaterializationFailure
 
-from mimo_assets.asset_keys import JUDGE_SCORES
-from mimo_assets.helpers.events import PartitionGrouper, Upstream, partition_events
+from mimo_assets.asset_keys import JUDGE_SCORES, ROLLOUTS
+from mimo_assets.helpers.batching import batches
+from mimo_assets.helpers.events import PartitionGrouper, Upstream, partition_events, partition_failures
 from mimo_assets.partitions import partition_key
 from mimo_core.results import ResultRecord
 from mimo_core.rollout import RolloutJob
@@ -48,45 +50,50 @@ def run_in_thread(jobs: list[RolloutJob], workers: int) -> Iterator[ResultRecord
         raise failure[0]
 
 
-def _judge_input(instance: DagsterInstance, instance_id: str, config_name: str) -> tuple[int | None, str]:
-    """For a regrade: the judge scores it regrades, so lineage points at the rollout that stays as it was."""
-    result = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=JUDGE_SCORES, asset_partitions=[str(partition_key(instance_id, config_name))]),
-        limit=1,
-    )
-    if not result.records:
-        return None, "INITIAL"
-    rec = result.records[0]
-    tags = (rec.asset_materialization.tags if rec.asset_materialization else None) or {}
-    return rec.storage_id, tags.get("dagster/data_version", "INITIAL")
+def _regraded_input(instance: DagsterInstance, instance_id: str, config_name: str) -> tuple[AssetKey, int | None, str]:
+    """For a regrade: the event it regrades (the judge scores, or the rollouts when no judge ran), so
+    lineage points at the rollout that stays as it was."""
+    pk = str(partition_key(instance_id, config_name))
+    for key in (JUDGE_SCORES, ROLLOUTS):
+        result = instance.fetch_materializations(AssetRecordsFilter(asset_key=key, asset_partitions=[pk]), limit=1)
+        if result.records:
+            rec = result.records[0]
+            tags = (rec.asset_materialization.tags if rec.asset_materialization else None) or {}
+            return key, rec.storage_id, tags.get("dagster/data_version", "INITIAL")
+    return ROLLOUTS, None, "INITIAL"
+
+
+Event = AssetMaterialization | AssetMaterializationFailure
 
 
 def materializations(
     instance: DagsterInstance, records: Iterable[ResultRecord], planned: list[tuple[str, str, int]],
     output_dir: Path, upstream: Upstream, tags: dict[str, str], graded_only: bool = False,
     log: Any = None,
-) -> Iterator[AssetMaterialization]:
-    """Group records by partition; once a partition's K rollouts are in, yield its events.
+) -> Iterator[list[Event]]:
+    """Group records by partition; once a partition's K rollouts are in, build its events. Yields one
+    list per batch of records that arrived together (logged as one storage batch by the step).
 
-    Infra-error rollouts are left out: they are not finished (the next run redoes them), so a partition
-    with nothing else stays missing rather than being counted as materialized."""
+    A partition with an infrastructure error is not finished: it gets failure events (the UI shows it
+    failed, the step then fails the run) and the next run redoes it; it is never a 0 score."""
     grouper = PartitionGrouper(planned)
 
-    def emit(group: list[ResultRecord]) -> list[AssetMaterialization]:
-        done = [r for r in group if not r.infra_error]
-        if len(done) < len(group) and log is not None:
-            for r in group:
-                if r.infra_error:
-                    log.warning(f"{r.instance_id} [{r.config_name}#{r.rollout_index}]: {r.exit_status} "
-                                f"(infrastructure error, left missing): {r.error}")
-        if not done:
-            return []
-        judge = _judge_input(instance, done[0].instance_id, done[0].config_name) if graded_only else None
-        return partition_events(done, output_dir, upstream, tags, graded_only=graded_only, judge_input=judge)
+    def emit(group: list[ResultRecord]) -> list[Event]:
+        if any(r.infra_error for r in group):
+            if log is not None:
+                for r in group:
+                    if r.infra_error:
+                        log.warning(f"{r.instance_id} [{r.config_name}#{r.rollout_index}]: {r.exit_status} "
+                                    f"(infrastructure error, partition failed): {r.error}")
+            return list(partition_failures(group, tags, graded_only=graded_only))
+        regraded = _regraded_input(instance, group[0].instance_id, group[0].config_name) if graded_only else None
+        return list(partition_events(group, output_dir, upstream, tags, graded_only=graded_only, regraded=regraded))
 
-    for record in records:
-        group = grouper.add(record)
-        if group is not None:
-            yield from emit(group)
-    for group in grouper.leftovers():
-        yield from emit(group)
+    for batch in batches(records):
+        events: list[Event] = []
+        for record in batch:
+            group = grouper.add(record)
+            if group is not None:
+                events += emit(group)
+        yield events
+    yield [e for group in grouper.leftovers() for e in emit(group)]

@@ -10,7 +10,7 @@ from typing import Any
 
 from dagster import AssetMaterialization, DagsterInstance
 
-from mimo_assets.helpers.engine import materializations, run_in_thread
+from mimo_assets.helpers.engine import Event, materializations, run_in_thread
 from mimo_assets.helpers.inputs import config_events, dataset_events, registered_configs, upstream
 from resources import ModelEndpoint, OutputStore, SandboxBackend
 
@@ -18,7 +18,7 @@ from resources import ModelEndpoint, OutputStore, SandboxBackend
 def execute(
     instance: DagsterInstance, cfg: Any, run_id: str, store: OutputStore, model: ModelEndpoint,
     sandbox: SandboxBackend, log: Any, tags: dict[str, str],
-) -> Iterator[AssetMaterialization]:
+) -> Iterator[AssetMaterialization | list[Event]]:
     """Plan like the CLI (A/B assignment, skip finished unless redo_existing) and run on the core's pool."""
     from mimo_core.batch import plan_jobs
     from mimo_core.config import load_configs

@@ -15,6 +15,11 @@ from datetime import date
 from pathlib import Path
 
 from dagster import AssetKey, AssetMaterialization, MetadataValue
+from dagster._core.definitions.events import (
+    AssetMaterializationFailure,
+    AssetMaterializationFailureReason,
+    AssetMaterializationFailureType,
+)
 
 from mimo_assets.asset_keys import GRADED_RESULTS, JUDGE_SCORES, ROLLOUTS
 from mimo_assets.partitions import partition_key
@@ -71,7 +76,7 @@ def _rollout_table(records: Sequence[ResultRecord]) -> str:
 
 def partition_events(
     records: Sequence[ResultRecord], run_dir: Path, upstream: Upstream, tags: dict[str, str],
-    graded_only: bool = False, judge_input: tuple[int | None, str] | None = None,
+    graded_only: bool = False, regraded: tuple[AssetKey, int | None, str] | None = None,
 ) -> list[AssetMaterialization]:
     """rollouts → judge_scores → graded_results for one (instance, config); only the last for a recalc."""
     records = sorted(records, key=lambda r: r.rollout_index)
@@ -89,6 +94,12 @@ def partition_events(
     rollout_v = data_version(first.run_id, *map(str, trajs))
     judge_v = data_version(rollout_v, *(str(r.judge_score) for r in records))
     graded_v = data_version(judge_v, *(f"{r.reward}:{r.passed}:{r.recalc}" for r in records))
+    scores = [r.judge_score for r in records if r.judge_score is not None]
+    judged = bool(scores)
+    if regraded is not None:
+        graded_inputs = {regraded[0]: (regraded[1], regraded[2])}
+    else:
+        graded_inputs = {JUDGE_SCORES: (None, judge_v)} if judged else {ROLLOUTS: (None, rollout_v)}
     graded = AssetMaterialization(
         GRADED_RESULTS, partition=pk,
         metadata={
@@ -100,8 +111,7 @@ def partition_events(
             "results_file": MetadataValue.path(str(run_dir / RESULTS_FILE)),
             "reward_extra_info": MetadataValue.path(str(run_dir / first.output_dir / "reward_extra_info.json")),
         },
-        tags={**base, _DATA_VERSION: graded_v,
-              **_input_tags({JUDGE_SCORES: judge_input or (None, judge_v)})},
+        tags={**base, _DATA_VERSION: graded_v, **_input_tags(graded_inputs)},
     )
     if graded_only:
         return [graded]
@@ -120,13 +130,31 @@ def partition_events(
         },
         tags={**base, _DATA_VERSION: rollout_v, **_input_tags(upstream.inputs)},
     )
-    scores = [r.judge_score for r in records if r.judge_score is not None]
+    if not judged:  # no judge ran: no judge_scores event (graded results point at the rollouts)
+        return [rollouts, graded]
     judge = AssetMaterialization(
         JUDGE_SCORES, partition=pk,
         metadata={**common, "judge_score": _mean(scores) if scores else None, "judged": len(scores)},
         tags={**base, _DATA_VERSION: judge_v, **_input_tags({ROLLOUTS: (None, rollout_v)})},
     )
     return [rollouts, judge, graded]
+
+
+def partition_failures(
+    records: Sequence[ResultRecord], tags: dict[str, str], graded_only: bool = False,
+) -> list[AssetMaterializationFailure]:
+    """A partition whose rollouts hit an infrastructure error: failed (not missing, not a 0 score)."""
+    bad = [r for r in records if r.infra_error]
+    first = bad[0]
+    pk = str(partition_key(first.instance_id, first.config_name))
+    why = "; ".join(f"#{r.rollout_index} {r.exit_status}: {(r.error or '')[:200]}" for r in bad)
+    keys = [GRADED_RESULTS] if graded_only else [ROLLOUTS, GRADED_RESULTS]
+    return [AssetMaterializationFailure(
+        key, partition=pk, failure_type=AssetMaterializationFailureType.FAILED,
+        reason=AssetMaterializationFailureReason.FAILED_TO_MATERIALIZE, description=f"infrastructure error: {why}",
+        tags={**tags, "mimoagent/run_id": first.run_id},
+        metadata={"exit_status": _summary([r.exit_status for r in bad])},
+    ) for key in keys]
 
 
 class PartitionGrouper:

@@ -101,15 +101,33 @@ def test_evaluate_job_runs_missing_partitions_only_unless_redo(tmp_path: Path, i
     assert _count(instance, "graded_results") == 6
 
 
-def test_infra_errors_leave_partitions_missing_and_the_next_run_fills_them(tmp_path: Path, instance, llm) -> None:
+def test_infra_errors_fail_their_partitions_and_the_run_and_the_next_run_fills_them(
+    tmp_path: Path, instance, llm,
+) -> None:
     data = write_tasks(tmp_path, 2)
     good = write_named_config(tmp_path, "good")
     job = defs.resolve_job_def("evaluate")
     run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": [str(good)], "workers": 1,
                                               "output_dir": str(tmp_path / "eval")}}}}
     llm.inject(503, times=3)  # the first rollout exhausts its 3 attempts: model_error, an infra error
-    assert job.execute_in_process(instance=instance, run_config=run).success
+    first = job.execute_in_process(instance=instance, run_config=run, raise_on_error=False)
+    assert not first.success  # not green: one of its partitions failed
+    assert "infrastructure errors: 1 partition(s) failed" in str(first.failure_data_for_node("evaluate_op").error)
     assert len(instance.get_materialized_partitions(AssetKey("graded_results"))) == 1
+    for key in ("rollouts", "graded_results"):  # what the UI's partition view shows
+        assert _partition_status(instance, key) == ({"good|greet-1"}, {"good|greet-0"})
     assert job.execute_in_process(instance=instance, run_config=run).success
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {"good|greet-0", "good|greet-1"}
     assert _count(instance, "graded_results") == 2
+    assert _partition_status(instance, "graded_results") == ({"good|greet-0", "good|greet-1"}, set())
+
+
+def _partition_status(instance: DagsterInstance, key: str) -> tuple[set[str], set[str]]:
+    """(materialized, failed) partitions as Dagster's asset status cache (the UI) computes them."""
+    from dagster._core.storage.partition_status_cache import get_and_update_asset_status_cache_value
+
+    parts = defs.resolve_assets_def(key).partitions_def
+    cache = get_and_update_asset_status_cache_value(instance, AssetKey(key), parts)
+    done = cache.deserialize_materialized_partition_subsets(parts).get_partition_keys()
+    failed = cache.deserialize_failed_partition_subsets(parts).get_partition_keys()
+    return set(map(str, done)), set(map(str, failed))

@@ -14,7 +14,7 @@ from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.core.conftest import SECRET
 from tests.dagster.conftest import run_cli
 
-ROLLOUT_ASSETS = ("rollouts", "judge_scores", "graded_results")
+ROLLOUT_ASSETS = ("rollouts", "graded_results")  # no judge in these configs: no judge_scores events
 
 
 def _materializations(instance: DagsterInstance, key: str) -> list:
@@ -22,7 +22,8 @@ def _materializations(instance: DagsterInstance, key: str) -> list:
 
 
 def _count(instance: DagsterInstance) -> dict[str, int]:
-    return {k: len(_materializations(instance, k)) for k in (*ROLLOUT_ASSETS, "converted_jsonl", "config_files")}
+    keys = (*ROLLOUT_ASSETS, "judge_scores", "converted_jsonl", "config_files")
+    return {k: len(_materializations(instance, k)) for k in keys}
 
 
 @pytest.mark.parametrize("dagster_env", ["sqlite", "postgres"], indirect=True)
@@ -45,11 +46,11 @@ def test_cli_runs_materialize_each_partition_once_with_lineage_and_resume(
     _assert_lineage(instance)
 
     first = _count(instance)
-    assert first == {"rollouts": 4, "judge_scores": 4, "graded_results": 4, "converted_jsonl": 1, "config_files": 1}
+    assert first == {"rollouts": 4, "judge_scores": 0, "graded_results": 4, "converted_jsonl": 1, "config_files": 1}
     run_cli(args, llm, dagster_env)  # everything finished: nothing new, not even a run
     assert _count(instance) == first and len(instance.get_runs()) == 1
     run_cli([*args, "--redo-existing"], llm, dagster_env)
-    assert _count(instance) == {"rollouts": 8, "judge_scores": 8, "graded_results": 8,
+    assert _count(instance) == {"rollouts": 8, "judge_scores": 0, "graded_results": 8,
                                 "converted_jsonl": 1, "config_files": 1}
     assert len(instance.get_runs()) == 2
     _assert_no_secret(dagster_env, Path(dagster_env["DAGSTER_HOME"]), tmp_path / "out")
@@ -70,7 +71,7 @@ def _assert_no_secret(env: dict[str, str], *folders: Path) -> None:
 
 
 def _assert_lineage(instance: DagsterInstance) -> None:
-    """rollouts point at the dataset and config events; judge at rollouts; graded at judge."""
+    """rollouts point at the dataset and config events; graded results at the rollouts (no judge ran)."""
     converted = instance.fetch_materializations(AssetKey("converted_jsonl"), limit=1).records[0]
     configs = instance.fetch_materializations(AssetKey("config_files"), limit=1).records[0]
     for mat in _materializations(instance, "rollouts"):
@@ -80,11 +81,8 @@ def _assert_lineage(instance: DagsterInstance) -> None:
         assert meta["exit_status"] == "submitted" and meta["steps"] >= 1 and meta["tokens"] > 0
         assert Path(meta["trajectory"]).is_file() and meta["duration_s"] > 0 and "cost" in meta
     rollout_versions = {m.partition: m.tags["dagster/data_version"] for m in _materializations(instance, "rollouts")}
-    judge = {m.partition: m for m in _materializations(instance, "judge_scores")}
-    for part, mat in judge.items():
-        assert mat.tags["dagster/input_data_version/rollouts"] == rollout_versions[part]
     for mat in _materializations(instance, "graded_results"):
-        assert mat.tags["dagster/input_data_version/judge_scores"] == judge[mat.partition].tags["dagster/data_version"]
+        assert mat.tags["dagster/input_data_version/rollouts"] == rollout_versions[mat.partition]
         assert mat.metadata["reward"].value == (1.0 if mat.partition.startswith("good|") else 0.0)
 
 
@@ -93,17 +91,17 @@ def test_recalc_materializes_graded_results_only(tmp_path: Path, dagster_env, ll
     cfg = write_named_config(tmp_path, "bad")
     run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "out")], llm, dagster_env)
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
-    judge_before = {m.partition: m.tags["dagster/data_version"] for m in _materializations(instance, "judge_scores")}
+    rollouts_before = {m.partition: m.tags["dagster/data_version"] for m in _materializations(instance, "rollouts")}
     run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "regraded"),
              "--recalc-input", str(tmp_path / "out")], llm, dagster_env)
     counts = _count(instance)
-    assert (counts["rollouts"], counts["judge_scores"], counts["graded_results"]) == (2, 2, 4)
+    assert (counts["rollouts"], counts["judge_scores"], counts["graded_results"]) == (2, 0, 4)
     latest = instance.fetch_materializations(AssetKey("graded_results"), limit=2).records
     for rec in latest:
         mat = rec.asset_materialization
         assert mat.metadata["recalc"].value == str(tmp_path / "out")
-        assert mat.tags["dagster/input_data_version/judge_scores"] == judge_before[mat.partition]
-        assert mat.tags["dagster/input_event_pointer/judge_scores"] != "NULL"
+        assert mat.tags["dagster/input_data_version/rollouts"] == rollouts_before[mat.partition]
+        assert mat.tags["dagster/input_event_pointer/rollouts"] != "NULL"
 
 
 @pytest.mark.parametrize("dagster_env", ["sqlite", "postgres"], indirect=True)

@@ -1,0 +1,123 @@
+"""Log a step's asset events in batches, through Dagster's own batch path.
+
+A step that records hundreds of partitions would otherwise store one event per call (a connection, an
+INSERT and two commits each). Here records are grouped by what arrived while the previous batch was
+stored, and each batch's events are logged with Dagster's batch metadata, so the instance hands the
+whole batch to the event log's `store_event_batch` (one transaction on dagster-postgres and on
+mimo_assets.helpers.storage SQLite). The events themselves are exactly the ones the step would yield.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+from dagster import AssetMaterialization, OpExecutionContext
+from dagster._core.definitions.events import AssetMaterializationFailure
+from dagster._core.events import (
+    AssetFailedToMaterializeData,
+    AssetMaterializationPlannedData,
+    DagsterEvent,
+    DagsterEventBatchMetadata,
+    DagsterEventType,
+    generate_event_batch_id,
+)
+
+T = TypeVar("T")
+MAX_BATCH = 500
+_END = object()
+
+
+def batches(source: Iterable[T], max_size: int = MAX_BATCH) -> Iterator[list[T]]:
+    """Items of `source` (a blocking iterator, e.g. rollouts finishing) in lists: each list holds the
+    first item that arrives plus whatever else is already waiting, up to `max_size`. Never waits for a
+    batch to fill, so the last record is logged as soon as it arrives."""
+    pending: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    failure: list[BaseException] = []
+
+    def pump() -> None:
+        try:
+            for item in source:
+                pending.put(item)
+        except BaseException as e:  # re-raised in the consumer
+            failure.append(e)
+        finally:
+            pending.put(_END)
+
+    threading.Thread(target=pump, name="mimo-batches", daemon=True).start()
+    done = False
+    while not done:
+        item = pending.get()
+        if item is _END:
+            break
+        batch = [item]
+        while len(batch) < max_size:
+            try:
+                nxt = pending.get_nowait()
+            except queue.Empty:
+                break
+            if nxt is _END:
+                done = True
+                break
+            batch.append(nxt)
+        yield batch
+    if failure:
+        raise failure[0]
+
+
+def _step_context(context: Any) -> Any:
+    """The step context behind an op or asset context (Dagster's event constructors take it)."""
+    op_context = getattr(context, "op_execution_context", context)
+    return op_context._step_execution_context  # noqa: SLF001 - the only handle DagsterEvent.* accept
+
+
+def log_batch(context: OpExecutionContext | Any, events: list[AssetMaterialization | AssetMaterializationFailure],
+              ) -> None:
+    """Log one batch of materializations (and materialization failures) in the running step."""
+    if not events:
+        return
+    # Dagster buffers events carrying batch metadata only while this is > 0 (read at every event).
+    if int(os.environ.get("DAGSTER_EVENT_BATCH_SIZE", "0")) < MAX_BATCH * 3:
+        os.environ["DAGSTER_EVENT_BATCH_SIZE"] = str(MAX_BATCH * 3)
+    step = _step_context(context)
+    batch_id = generate_event_batch_id()
+    materializations = [e for e in events if isinstance(e, AssetMaterialization)]
+    last = len(materializations) - 1
+    for i, event in enumerate(materializations):
+        DagsterEvent.asset_materialization(step, event, DagsterEventBatchMetadata(batch_id, i == last))
+    for failure in (e for e in events if isinstance(e, AssetMaterializationFailure)):
+        # Dagster's partition status counts a partition failed when a failed run planned it and did not
+        # materialize it: say it was planned (the CLI door's run plans nothing up front), then failed.
+        planned = AssetMaterializationPlannedData(failure.asset_key, partition=failure.partition)
+        DagsterEvent.from_step(DagsterEventType.ASSET_MATERIALIZATION_PLANNED, step, planned)
+        DagsterEvent.from_step(
+            DagsterEventType.ASSET_FAILED_TO_MATERIALIZE, step, AssetFailedToMaterializeData(failure),
+            message=f"{failure.asset_key.to_user_string()} {failure.partition}: {failure.description}",
+        )
+
+
+def emit_all(
+    context: Any, items: Iterable[AssetMaterialization | list[AssetMaterialization | AssetMaterializationFailure]],
+) -> Iterator[AssetMaterialization]:
+    """Yield single events (the step logs them), log batches; then fail the step if any partition
+    failed, so a run with infrastructure errors is never green (its finished partitions stay recorded)."""
+    failed: dict[str, str] = {}
+    for item in items:
+        if isinstance(item, list):
+            log_batch(context, item)
+            failed.update({str(f.partition): str(f.description) for f in item
+                           if isinstance(f, AssetMaterializationFailure)})
+        else:
+            yield item
+    if failed:
+        from dagster import Failure
+
+        listed = "; ".join(f"{p}: {d}" for p, d in list(failed.items())[:5])
+        raise Failure(description=f"{INFRA_FAILURE_PREFIX} {len(failed)} partition(s) failed: {listed}",
+                      allow_retries=False)
+
+
+INFRA_FAILURE_PREFIX = "infrastructure errors:"
