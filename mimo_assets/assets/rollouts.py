@@ -136,4 +136,5 @@ def rollouts(
     yield from emit_all(context, materializations(
         context.instance, run_in_thread(jobs, config.workers), [j.key for j in jobs], output,
         upstream(context.instance), run_tags(), graded_only=graded_only, log=context.log,
+        always_judge=JUDGE_SCORES in context.selected_asset_keys,
     ))

@@ -69,7 +69,7 @@ Event = AssetMaterialization | AssetMaterializationFailure
 def materializations(
     instance: DagsterInstance, records: Iterable[ResultRecord], planned: list[tuple[str, str, int]],
     output_dir: Path, upstream: Upstream, tags: dict[str, str], graded_only: bool = False,
-    log: Any = None,
+    log: Any = None, always_judge: bool = False,
 ) -> Iterator[list[Event]]:
     """Group records by partition; once a partition's K rollouts are in, build its events. Yields one
     list per batch of records that arrived together (logged as one storage batch by the step).
@@ -87,7 +87,8 @@ def materializations(
                                     f"(infrastructure error, partition failed): {r.error}")
             return list(partition_failures(group, tags, graded_only=graded_only))
         regraded = _regraded_input(instance, group[0].instance_id, group[0].config_name) if graded_only else None
-        return list(partition_events(group, output_dir, upstream, tags, graded_only=graded_only, regraded=regraded))
+        return list(partition_events(group, output_dir, upstream, tags, graded_only=graded_only, regraded=regraded,
+                                     always_judge=always_judge))
 
     for batch in batches(records):
         events: list[Event] = []

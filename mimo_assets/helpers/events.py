@@ -77,8 +77,10 @@ def _rollout_table(records: Sequence[ResultRecord]) -> str:
 def partition_events(
     records: Sequence[ResultRecord], run_dir: Path, upstream: Upstream, tags: dict[str, str],
     graded_only: bool = False, regraded: tuple[AssetKey, int | None, str] | None = None,
+    always_judge: bool = False,
 ) -> list[AssetMaterialization]:
-    """rollouts → judge_scores → graded_results for one (instance, config); only the last for a recalc."""
+    """rollouts → judge_scores → graded_results for one (instance, config); only the last for a recalc.
+    judge_scores only when a judge ran, unless `always_judge` (a backfill that selected it expects it)."""
     records = sorted(records, key=lambda r: r.rollout_index)
     first = records[0]
     pk = partition_key(first.instance_id, first.config_name)
@@ -95,7 +97,7 @@ def partition_events(
     judge_v = data_version(rollout_v, *(str(r.judge_score) for r in records))
     graded_v = data_version(judge_v, *(f"{r.reward}:{r.passed}:{r.recalc}" for r in records))
     scores = [r.judge_score for r in records if r.judge_score is not None]
-    judged = bool(scores)
+    judged = bool(scores) or always_judge
     if regraded is not None:
         graded_inputs = {regraded[0]: (regraded[1], regraded[2])}
     else:

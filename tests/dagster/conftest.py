@@ -42,7 +42,8 @@ def postgres() -> Iterator[PostgresServer]:
 def dagster_env(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """A private instance and output root; the environment a CLI subprocess gets too. SQLite unless
     parametrized `indirect` with "postgres": then a new database on the session's PostgreSQL server."""
-    env = {"DAGSTER_HOME": str(tmp_path / "dagster_home"), "MIMOAGENT_OUTPUT_ROOT": str(tmp_path / "store")}
+    env = {"DAGSTER_HOME": str(tmp_path / "dagster_home"), "MIMOAGENT_OUTPUT_ROOT": str(tmp_path / "store"),
+           "MIMOAGENT_DAGSTER_WAIT": "all"}  # a CLI run returns once recorded: the tests read the instance next
     if getattr(request, "param", "sqlite") == "postgres":
         server: PostgresServer = request.getfixturevalue("postgres")
         env[POSTGRES_URL_ENV] = server.create_database(f"dagster_{uuid.uuid4().hex[:12]}")
