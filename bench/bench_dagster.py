@@ -1,6 +1,6 @@
 """Dagster bookkeeping figures, printed (not asserted). Run by hand:
 
-    uv run python -m bench.bench_dagster [--partitions 1000] [--register 100000] [--workers 8]
+    uv run python -m bench.bench_dagster [--partitions 1000] [--register 100000] [--workers 8] [--no-postgres]
 
 1. Registering 100,000 instance partitions (`register`: one storage call, only new keys) in a fresh
    SQLite instance.
@@ -38,7 +38,8 @@ def _cli_run(args: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
-def bookkeeping(work: Path, n: int, workers: int, home: Path) -> tuple[float, float]:
+def bookkeeping(work: Path, n: int, workers: int, home: Path, env_extra: dict[str, str] | None = None,
+                ) -> tuple[float, float]:
     from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
     from mimo_core.testing.tasks import write_named_config, write_tasks
 
@@ -47,12 +48,32 @@ def bookkeeping(work: Path, n: int, workers: int, home: Path) -> tuple[float, fl
     cfg = write_named_config(work, "bench")
     with ScriptedLLM(turns(call("submit"))) as server:
         env = {**os.environ, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": "k",
-               "DAGSTER_HOME": str(home), "MIMOAGENT_OUTPUT_ROOT": str(work / "store")}
+               "DAGSTER_HOME": str(home), "MIMOAGENT_OUTPUT_ROOT": str(work / "store"),
+               "MIMOAGENT_DAGSTER_WAIT": "all", **(env_extra or {})}
         env.pop("MIMOAGENT_OBSERVERS", None)
         base = ["-c", str(cfg), "--dataset", str(data), "--workers", str(workers)]
         core = _cli_run([*base, "-o", str(work / "core")], {**env, "MIMOAGENT_DAGSTER": "0"})
         with_dagster = _cli_run([*base, "-o", str(work / "dagster")], env)
     return core, with_dagster
+
+
+def _print_share(storage: str, args: argparse.Namespace, core: float, with_dagster: float) -> None:
+    share = (with_dagster - core) / with_dagster
+    print(f"{args.partitions:,}-partition CLI run, zero-latency model, {args.workers} workers, {storage}: core alone "
+          f"{core:.1f} s, with Dagster recording {with_dagster:.1f} s -> Dagster's share of wall time "
+          f"{share:.0%} (+{with_dagster - core:.1f} s)")
+
+
+def demo_wait(out: Path, home: Path) -> float:
+    """Seconds the demo CLI waited after its last rollout, as its observer logged them."""
+    from mimo_assets.cli_recording.observer import LOG_FILE, WAIT_LINE
+
+    env = {**os.environ, "DAGSTER_HOME": str(home), "MIMOAGENT_OUTPUT_ROOT": str(out / "store")}
+    env.pop("MIMOAGENT_DAGSTER_WAIT", None)
+    _cli_run(["-c", "configs/demo.yaml", "--dataset", "examples/demo.jsonl", "--recalc-input", "gt", "-o", str(out)],
+             env)
+    line = next(ln for ln in (out / LOG_FILE).read_text().splitlines() if ln.startswith(WAIT_LINE))
+    return float(line.removeprefix(WAIT_LINE).split()[0])
 
 
 def register_partitions(count: int, home: Path) -> float:
@@ -113,6 +134,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=1000)
     ap.add_argument("--register", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL figure")
     args = ap.parse_args()
     from mimo_assets.helpers.home import dagster_home
 
@@ -138,10 +160,20 @@ def main() -> None:
         home = work / "run_home"
         os.environ["DAGSTER_HOME"] = str(home)
         dagster_home()
-        core, with_dagster = bookkeeping(work, args.partitions, args.workers, home)
-        print(f"{args.partitions:,}-partition CLI run, zero-latency model, {args.workers} workers: core alone "
-              f"{core:.1f} s, with Dagster recording {with_dagster:.1f} s -> ratio {with_dagster / core:.2f} "
-              f"(+{with_dagster - core:.1f} s)")
+        _print_share("SQLite", args, *bookkeeping(work, args.partitions, args.workers, home))
+        if not args.no_postgres:
+            from mimo_core.testing.postgres import postgres_server
+
+            with postgres_server(durable=True) as server:
+                url = server.create_database("bench").replace("postgresql://", "postgresql+psycopg2://")
+                pg_env = {"MIMOAGENT_DAGSTER_POSTGRES_URL": url}
+                pg_home = work / "pg_home"
+                bookkeeping(work / "pg_warm", 5, 2, pg_home, pg_env)  # creates the schema
+                _print_share("PostgreSQL", args, *bookkeeping(work / "pg", args.partitions, args.workers, pg_home,
+                                                              pg_env))
+        waits = [demo_wait(work / f"demo{i}", home) for i in range(3)]
+        print(f"README demo (8 rows, --recalc-input gt), default MIMOAGENT_DAGSTER_WAIT: CLI waited "
+              f"{', '.join(f'{w:.2f}' for w in waits)} s for Dagster after its last rollout")
 
         small = ui_load(home)
         register_partitions(args.register, home)
