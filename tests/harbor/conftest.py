@@ -71,8 +71,12 @@ build_timeout_sec = 300.0
 """
     (task / "task.toml").write_text(toml)
     (task / "instruction.md").write_text("Make /app/greeting.txt say goodbye, then commit your work.\n")
-    (task / "environment" / "Dockerfile").write_text("FROM mimo-base:bookworm\nCOPY repo /app\nWORKDIR /app\n")
-    if not image:
+    if image:  # like DeepSWE's images: the repository at its base commit, made by the Dockerfile
+        (task / "environment" / "Dockerfile").write_text(
+            "FROM mimo-base:bookworm\nRUN mkdir -p /app && cd /app && echo hello > greeting.txt && git init -q && "
+            "git add -A && git -c user.name=t -c user.email=t@t commit -qm base\nWORKDIR /app\n")
+    else:
+        (task / "environment" / "Dockerfile").write_text("FROM mimo-base:bookworm\nCOPY repo /app\nWORKDIR /app\n")
         (task / "environment" / "repo").mkdir()
         (task / "environment" / "repo" / "greeting.txt").write_text("hello\n")
     (task / "tests" / "test.sh").write_text(TEST_SH)
