@@ -24,7 +24,7 @@ from mimo_core.agents.base import AgentResult
 from mimo_core.blame import WorkdirDestroyed, check_workdir
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import DatasetType, Task
-from mimo_core.datasets.requirements import keep_verifier_evidence, preflight, with_task_limits
+from mimo_core.datasets.requirements import agent_deadline, keep_verifier_evidence, preflight, with_task_limits
 from mimo_core.environments.base import Environment, SandboxSpec, make_environment
 from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.grade import Grade
@@ -218,7 +218,8 @@ def _act(
         if config.agent.time_limit != job.config.config.agent.time_limit:
             rec.log(f"agent time limit: {config.agent.time_limit:g}s (the task's agent_timeout_sec)")
         agent = make_agent(config, dtype, cancel=cancel)
-        result = agent.run(job.task, env, rec)
+        with agent_deadline(env, config.agent.time_limit):
+            result = agent.run(job.task, env, rec)
         if result.exit_status in UNGRADED_STATUSES:
             return result, None
         if result.submission is not None:

@@ -6,13 +6,16 @@ its image cannot be run on the host, and a row whose verifier files are missing 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from mimo_core.config import EnvironmentConfig, MimoConfig, NamedConfig
 from mimo_core.datasets.base import Task
+from mimo_core.environments.base import Environment
 from mimo_core.errors import ConfigError, MimoError, SandboxError
 from mimo_core.grading.grade import Grade
 from mimo_core.status import ExitStatus
@@ -90,6 +93,23 @@ def with_task_limits(config: MimoConfig, task: Task) -> MimoConfig:
     if task_limit <= 0 or (configured and configured <= task_limit):
         return config
     return config.model_copy(update={"agent": config.agent.model_copy(update={"time_limit": task_limit})})
+
+
+@contextlib.contextmanager
+def agent_deadline(env: Environment, seconds: float) -> Iterator[None]:
+    """At the time limit, kill the command the agent is running (the loop checks its limits between
+    steps, so a long command would otherwise overrun it by up to the tool's own timeout)."""
+    interrupt = getattr(env, "interrupt", None)
+    if not seconds or seconds <= 0 or interrupt is None:
+        yield
+        return
+    timer = threading.Timer(seconds, interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def keep_verifier_evidence(grade: Grade, rollout_dir: Path) -> None:

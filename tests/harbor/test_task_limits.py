@@ -29,6 +29,21 @@ def test_task_agent_timeout_ends_the_agent_and_the_committed_state_is_graded(
     assert "agent time limit: 1.5s" in (rollout / "instance.log").read_text()
 
 
+def test_a_command_still_running_at_the_task_timeout_is_stopped_there(
+    tmp_path: Path, scripted_llm, run_rollout
+) -> None:
+    scripted_llm.set_responder(turns(
+        call("bash", command=f"echo goodbye > greeting.txt && {GIT} commit -qam fix"),
+        call("bash", command="sleep 60"),
+    ))
+    rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", agent_timeout=2))
+    record, _ = run_rollout(rows, write_harbor_config(tmp_path, agent={"step_limit": 500,
+                                                                       "tools": [{"tool": "bash",
+                                                                                  "config": {"timeout": 120}}]}))
+    assert record.exit_status == "time_limit" and record.reward == 1.0
+    assert record.duration_s < 30  # not the 60 s command, nor its 120 s tool timeout
+
+
 def test_a_stricter_config_time_limit_wins_over_the_tasks(tmp_path: Path, scripted_llm, run_rollout) -> None:
     scripted_llm.set_responder(COMMIT_THEN_KEEP_WORKING)
     rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", agent_timeout=600))
