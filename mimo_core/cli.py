@@ -132,7 +132,12 @@ def _run(args: argparse.Namespace) -> int:
 def _run_locked(args: argparse.Namespace, configs: list[Any], tasks: list[Any], output: Path, run_id: str) -> int:
     from mimo_core.batch import plan_jobs
     from mimo_core.observers import load_observers
+    from mimo_core.results import ResultsStore
 
+    aside = ResultsStore(output).repair()
+    if aside is not None:
+        print(f"mimoagent: {output / 'results.jsonl'}: incomplete line(s) moved to {aside.name}; "
+              "their rollouts are redone", file=sys.stderr)
     jobs = plan_jobs(tasks, configs, args.num_rollouts, output, run_id, args.redo_existing, args.seed,
                      args.recalc_input)
     skipped = len(tasks) * args.num_rollouts - len(jobs) if args.recalc_input in (None, "gt") else 0

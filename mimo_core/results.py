@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,6 +51,7 @@ class ResultRecord(BaseModel):
     # Hash of the config (redacted) and the row this rollout ran with: a rollout that failed through the
     # input's fault (config_error, dataset_error) is done again only when this changes.
     input_fingerprint: str | None = None
+    attempts: int = 1  # this attempt's number; earlier unfinished ones are kept in the rollout's attempts/
 
     # Derived from exit_status, so they cannot disagree with it; written for readers of the JSON lines.
     @computed_field  # type: ignore[prop-decorator]
@@ -130,6 +132,37 @@ class ResultsStore:
                     continue
                 records[rec.key] = rec
         return records
+
+    def repair(self) -> Path | None:
+        """Move lines that are not records (a torn last line from a killed or full-disk write, and anything
+        glued after one) to `results.jsonl.torn-<time>`, so `polars.read_ndjson` reads the file again.
+        Returns the file they went to, or None when there was nothing to repair."""
+        if not self.path.exists():
+            return None
+        with _locked(self.path):
+            data = self.path.read_bytes()
+            good: list[bytes] = []
+            bad: list[bytes] = []
+            for line in data.splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    ResultRecord.model_validate_json(line)
+                except ValueError:
+                    bad.append(line)
+                    continue
+                good.append(line)
+            if not bad and (not data or data.endswith(b"\n")):
+                return None
+            aside = None
+            if bad:
+                aside = self.path.with_name(f"{RESULTS_FILE}.torn-{time.strftime('%Y%m%d-%H%M%S')}")
+                note = (f"# {len(bad)} line(s) of {self.path} that were not complete records, moved aside on "
+                        f"{time.strftime('%Y-%m-%d %H:%M:%S')}; the rollouts they belonged to are redone.\n")
+                atomic_write_text(aside, note + b"\n".join(bad).decode("utf-8", "replace") + "\n")
+            atomic_write_text(self.path, b"".join(line + b"\n" for line in good).decode())
+            _key_index.pop(self.path.resolve(), None)
+            return aside
 
     def finished(self, fingerprints: Mapping[_Key, str] | None = None) -> dict[_Key, ResultRecord]:
         """Records that count as done: `is_finished` for the key's fingerprint in `fingerprints` (without

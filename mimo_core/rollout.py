@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from mimo_core.agents.base import AgentResult
+from mimo_core.attempts import is_finished_attempt, keep_failed_attempt
 from mimo_core.blame import WorkdirDestroyed, check_workdir
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import DatasetType, Task
@@ -123,22 +124,23 @@ class _Sandboxes:
 def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRecord:
     """A finished rollout being redone (`--redo-existing`) stays in place until its replacement is
     complete: the new attempt works in a side folder and is swapped in just before its record is written.
-    Anything else found in the rollout's folder is a killed attempt's leftover and is removed."""
+    An unfinished earlier attempt (an ungraded status, or killed mid-way) is evidence: it moves to
+    `attempts/<n>/` in the rollout's folder and the record counts it (`attempts`)."""
     final = job.output_dir / job.rel_dir
     for leftover in final.parent.glob(f"{final.name}.attempt-*"):
         shutil.rmtree(leftover, ignore_errors=True)
     for leftover in final.parent.glob(f"{final.name}.replaced-*"):
         shutil.rmtree(leftover, ignore_errors=True)
-    redo = (final / "traj.json").exists()
+    redo = is_finished_attempt(final)
     work = final.with_name(f"{final.name}.attempt-{job.run_id}") if redo else final
-    if not redo and final.exists():
-        shutil.rmtree(final)
-    work.mkdir(parents=True)
+    kept = 0 if redo else keep_failed_attempt(final, job.run_id)
+    work.mkdir(parents=True, exist_ok=True)
     rec = RolloutFiles(work)
     try:
         record = _run(job, work, rec, cancel)
     finally:
         rec.close()
+    record.attempts = kept + 1
     if redo:
         replaced = final.with_name(f"{final.name}.replaced-{job.run_id}")
         os.rename(final, replaced)
