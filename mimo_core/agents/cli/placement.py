@@ -50,12 +50,19 @@ def place(env: Environment, host_dir: Path, spec: CliSpec, version: str) -> str:
     return target
 
 
-def proxy_address(env: Environment) -> tuple[str, str]:
-    """(host the sandbox dials, address the proxy binds). Containers reach the host on their gateway."""
-    if shares_host_files(env):
+def proxy_address(env: Environment, cli: str) -> tuple[str, str]:
+    """(host the sandbox dials, address the proxy binds). A container on a bridge network reaches the
+    host at its gateway; with the host's network, at 127.0.0.1; with no network, not at all."""
+    container = getattr(env, "container", None)
+    if shares_host_files(env) or container is None:
         return "127.0.0.1", "127.0.0.1"
-    gateway = getattr(env, "host_gateway", None)
-    if callable(gateway):
-        host = gateway()
-        return host, host
-    return "127.0.0.1", "127.0.0.1"
+    container.reload()
+    mode = (container.attrs.get("HostConfig") or {}).get("NetworkMode") or ""
+    if mode == "host":
+        return "127.0.0.1", "127.0.0.1"
+    networks = (container.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+    gateways = [n.get("Gateway") for n in networks.values() if n.get("Gateway")]
+    if mode == "none" or not gateways:
+        raise SandboxError(f"agent.type {cli}: the container has no network (mode {mode or 'none'}), so the CLI "
+                           "cannot reach the model through the recording proxy; give the task network access")
+    return gateways[0], gateways[0]

@@ -76,7 +76,7 @@ class CliAgent:
         env.write_file(prompt_file, prompt.encode())
         upstream, key = endpoint(spec, self.model)
         recorder = _Recorder(ctx)
-        proxy_host, bind = placement.proxy_address(env)
+        proxy_host, bind = placement.proxy_address(env, spec.name)
         with RecordingProxy(upstream, recorder, self.model.pricing, bind=bind,
                             timeout=self.model.retry.timeout) as proxy:
             run = CliRun(name=spec.name, home=home, state_dir=state, prompt_file=prompt_file, workdir=env.spec.cwd,
