@@ -62,15 +62,12 @@ def reward_outcomes(reward: Any) -> tuple[dict[str, str], dict[str, str]]:
     return groups[0], groups[1]
 
 
-def _lookup(test_id: str, outcomes: dict[str, str]) -> str | None:
-    """Report names and node ids are spelled differently across runners (`file::Class::test`, `Class.test`,
-    a bare name): exact match first, then one ending with the other."""
+def _match(test_id: str, outcomes: dict[str, str]) -> str | None:
+    """The report's name for a listed test. Runners spell ids differently (`file::Class::test`,
+    `Class.test`, a bare name): an exact match first, then one ending with the other."""
     if test_id in outcomes:
-        return outcomes[test_id]
-    for name, status in outcomes.items():
-        if test_id.endswith(name) or name.endswith(test_id):
-            return status
-    return None
+        return test_id
+    return next((name for name in outcomes if test_id.endswith(name) or name.endswith(test_id)), None)
 
 
 def summarise(f2p_ids: list[str], p2p_ids: list[str], outcomes: dict[str, str],
@@ -79,9 +76,10 @@ def summarise(f2p_ids: list[str], p2p_ids: list[str], outcomes: dict[str, str],
     used: set[str] = set()
     for ids, group in ((f2p_ids, summary.f2p), (p2p_ids, summary.p2p)):
         for test_id in ids:
-            status = _lookup(test_id, outcomes)
-            getattr(group, status or MISSING).append(test_id)
-            used.update(n for n in outcomes if n == test_id or test_id.endswith(n) or n.endswith(test_id))
+            name = _match(test_id, outcomes)
+            getattr(group, MISSING if name is None else outcomes[name]).append(test_id)
+            if name is not None:
+                used.add(name)
     for name, status in outcomes.items():
         if name not in used:
             getattr(summary.other, status).append(name)
@@ -90,8 +88,9 @@ def summarise(f2p_ids: list[str], p2p_ids: list[str], outcomes: dict[str, str],
 
 def summarise_folder(folder: Path, test_config: Any) -> TestSummary | None:
     """The summary for a copied verifier logs folder, or None when it holds no per-test report."""
-    f2p_ids = [str(t) for t in (test_config or {}).get("f2p_node_ids") or []] if isinstance(test_config, dict) else []
-    p2p_ids = [str(t) for t in (test_config or {}).get("p2p_node_ids") or []] if isinstance(test_config, dict) else []
+    config = test_config if isinstance(test_config, dict) else {}
+    f2p_ids = [str(t) for t in config.get("f2p_node_ids") or []]
+    p2p_ids = [str(t) for t in config.get("p2p_node_ids") or []]
     outcomes: dict[str, str] = {}
     sources: list[str] = []
     for path in sorted(folder.rglob("*.json")):
