@@ -20,19 +20,25 @@ import subprocess
 import threading
 import time
 
-from mimo_core.environments.local_procs import FdStream
+from mimo_core.environments.local_procs import CALL_VAR, FdStream
 from mimo_core.environments.shell import ansi_c_quote
 from mimo_core.environments.task_cwd import bwrap_root_args, bwrap_task_cwd_args
 from mimo_core.errors import SandboxError
 
 _REPLY_TIMEOUT = 30.0
-# Kill by marker without forking: bash builtins only (the sandbox holds few processes). Scanned again
-# while a pass found something, so a killed process is gone (a zombie has no environ) before we answer.
-_KILL_MARKED = (
-    "for __r in 1 2 3 4 5; do __k=0; for __p in /proc/[0-9]*; do [ \"${{__p#/proc/}}\" = 1 ] && continue; "
+# Kill one call's processes without forking: bash builtins only (the sandbox holds few processes). A
+# process is the call's if its environment holds the marker or it holds the call's output file open
+# (`-ef`: same inode). Scanned again while a pass found something, so the killed are gone (a zombie has
+# no environ and no fds) before we answer. PID 1 (this shell) and the session's shell are spared.
+_KILL_CALL = (
+    "__o={out}; for __r in 1 2 3 4 5; do __k=0; for __p in /proc/[0-9]*; do __i=${{__p#/proc/}}; "
+    "[ \"$__i\" = 1 ] || [ \"$__i\" = {spare} ] && continue; __h=0; "
     "mapfile -d '' -t __e < \"$__p/environ\" 2>/dev/null || continue; "
-    "for __v in \"${{__e[@]}}\"; do [ \"$__v\" = {needle} ] && {{ kill -9 \"${{__p#/proc/}}\" 2>/dev/null; __k=1; "
-    "break; }}; done; done; [ $__k = 0 ] && break; done; unset __r __k __p __e __v"
+    "for __v in \"${{__e[@]}}\"; do [ \"$__v\" = {needle} ] && {{ __h=1; break; }}; done; "
+    "if [ $__h = 0 ] && [ -e \"$__o\" ]; then for __f in \"$__p\"/fd/*; do "
+    "[ \"$__f\" -ef \"$__o\" ] && {{ __h=1; break; }}; done; fi; "
+    "[ $__h = 1 ] && {{ kill -9 \"$__i\" 2>/dev/null; __k=1; }}; done; [ $__k = 0 ] && break; done; "
+    "unset __o __r __k __p __i __h __e __v __f"
 )
 
 
@@ -139,10 +145,12 @@ class BwrapSandbox:
                 except SandboxError:
                     pass
 
-        return _FifoStream(write_fd, read_fd, kill)
+        return _FifoStream(write_fd, read_fd, kill, pid)
 
-    def kill_marked(self, name: str, value: str) -> None:
-        self.ask(_KILL_MARKED.format(needle=shlex.quote(f"{name}={value}")) + "; echo ok")
+    def kill_call(self, nonce: str, out: str, shell_pid: str) -> None:
+        spare = shell_pid if shell_pid.isdigit() else "0"
+        self.ask(_KILL_CALL.format(needle=shlex.quote(f"{CALL_VAR}={nonce}"), out=shlex.quote(out), spare=spare)
+                 + "; echo ok")
 
     def kill_commands(self) -> None:
         """Kill every process of the sandbox but its PID 1 (any thread): the sandbox stays usable."""

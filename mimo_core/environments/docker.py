@@ -281,8 +281,20 @@ class DockerEnvironment:
     def open_shell_stream(self, cwd: str) -> ShellStream:
         return open_shell(self.client, self._require(), cwd)
 
-    def kill_marked(self, name: str, value: str) -> None:
-        self._kill(value, name)
+    def kill_call(self, nonce: str, out: str, shell_pid: str) -> None:
+        """The call's processes: the marker in their environment, or its output file open (a subshell
+        that never exec'd); the shell itself is spared."""
+        needle, q_out = shlex.quote(f"MIMO_CALL={nonce}"), shlex.quote(out)
+        spare = shell_pid if shell_pid.isdigit() else "0"
+        script = (f"for r in 1 2 3 4 5; do k=0; for p in /proc/[0-9]*; do i=${{p#/proc/}}; "
+                  f"[ $i = 1 ] || [ $i = {spare} ] || [ $i = $$ ] && continue; h=0; "
+                  f"grep -qsF {needle} $p/environ && h=1; "
+                  f"[ $h = 0 ] && [ -e {q_out} ] && for f in $p/fd/*; do [ $f -ef {q_out} ] && h=1 && break; done; "
+                  "[ $h = 1 ] && kill -9 $i 2>/dev/null && k=1; done; [ $k = 0 ] && break; done; true")
+        try:
+            self._require().exec_run(["sh", "-c", script], environment={"MIMO_KILLER": "1"})
+        except Exception:
+            pass
 
     def read_output(self, path: str) -> bytes:
         q = shlex.quote(path)

@@ -38,6 +38,7 @@ from mimo_core.environments.base import ExecResult, SandboxSpec
 from mimo_core.environments.bwrap import BwrapSandbox, bwrap_args
 from mimo_core.environments.local_cleanup import force_remove, own_label, write_label
 from mimo_core.environments.local_procs import (
+    CALL_VAR,
     SANDBOX_VAR,
     capture_file,
     kill_marked,
@@ -174,11 +175,11 @@ class LocalEnvironment:
             return self._bwrap.open_stream(cwd)  # a sandbox path; the shell stays put if it is gone
         return popen_stream(_SHELL, cwd if os.path.isdir(cwd) else self.spec.cwd, self._env)
 
-    def kill_marked(self, name: str, value: str) -> None:
+    def kill_call(self, nonce: str, out: str, shell_pid: str) -> None:
         if self._bwrap is not None:
-            self._bwrap.kill_marked(name, value)
+            self._bwrap.kill_call(nonce, out, shell_pid)
         else:
-            kill_marked(name, value)
+            kill_marked(CALL_VAR, nonce, out, int(shell_pid) if shell_pid.isdigit() else None)
 
     def read_output(self, path: str) -> bytes:
         return read_capture(path)
@@ -205,7 +206,7 @@ class LocalEnvironment:
             return ExecResult(output=r.output + (r.note and r.note + "\n"), returncode=r.returncode,
                               timed_out=r.timed_out, duration_s=r.duration_s)
         call = secrets.token_hex(8)
-        run_env = {**self._env, **(env or {}), "MIMO_CALL": call}
+        run_env = {**self._env, **(env or {}), CALL_VAR: call}
         start = time.monotonic()
         with tempfile.TemporaryFile(dir=self.scratch_dir) as out:
             try:
@@ -219,7 +220,7 @@ class LocalEnvironment:
             timed_out = not _wait_exit(proc, timeout)
             if timed_out:
                 _kill_group(proc.pid)
-                kill_marked("MIMO_CALL", call)
+                kill_marked(CALL_VAR, call)
             returncode = proc.wait()
             if timed_out or not _group_alive(proc.pid):
                 self._pgids.discard(proc.pid)

@@ -18,35 +18,69 @@ from typing import BinaryIO
 from mimo_core.environments.shell import MAX_CAPTURE
 
 SANDBOX_VAR = "MIMO_SANDBOX"
+CALL_VAR = "MIMO_CALL"
 
 
-def marked_pids(name: str, value: str) -> list[int]:
-    """Pids of this host's (or this PID namespace's) processes whose environment holds name=value."""
+def marked_pids(name: str, value: str, holding: str | None = None, spare: int | None = None) -> list[int]:
+    """Pids of this host's (or this PID namespace's) processes whose environment holds name=value, or
+    that hold the file `holding` open (a subshell that never exec'd has the environment its shell started
+    with, not the marker; so does a child between fork and exec). `spare` (the shell itself) is left out."""
     needle = f"{name}={value}".encode()
+    target = _file_id(holding)
     me = os.getpid()
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         pid = int(entry.name)
-        if pid == me:
+        if pid in (me, spare):
             continue
         try:
             with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read()
+                environ = f.read().split(b"\0")
         except OSError:  # gone, or not ours to read
             continue
-        if needle in environ.split(b"\0"):
+        if needle in environ or (target and any(v.startswith(_SANDBOX_PREFIX) for v in environ)
+                                 and _holds(pid, target)):
             found.append(pid)
     return found
 
 
-def kill_marked(name: str, value: str, rounds: int = 5) -> int:
-    """SIGKILL every process carrying name=value; repeat while new ones appear (a fork racing the scan).
+_SANDBOX_PREFIX = SANDBOX_VAR.encode() + b"="
+
+
+def _file_id(path: str | None) -> tuple[int, int] | None:
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _holds(pid: int, target: tuple[int, int]) -> bool:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == target:
+            return True
+    return False
+
+
+def kill_marked(name: str, value: str, holding: str | None = None, spare: int | None = None,
+                rounds: int = 5) -> int:
+    """SIGKILL every process `marked_pids` finds; repeat while new ones appear (a fork racing the scan).
     Returns how many were signalled."""
     killed = 0
     for _ in range(rounds):
-        pids = marked_pids(name, value)
+        pids = marked_pids(name, value, holding, spare)
         if not pids:
             break
         for pid in pids:
@@ -87,7 +121,8 @@ def capture_file(f: BinaryIO) -> bytes:
 class FdStream:
     """A shell stream over two file descriptors (pipes of a child, or FIFOs into a bwrap sandbox)."""
 
-    def __init__(self, write_fd: int, read_fd: int, kill: Callable[[], None]) -> None:
+    def __init__(self, write_fd: int, read_fd: int, kill: Callable[[], None], pid: str = "") -> None:
+        self.pid = pid  # the shell's pid as its sandbox sees it
         self.write_fd = write_fd
         self.read_fd = read_fd
         self._kill = kill
@@ -134,4 +169,4 @@ def popen_stream(argv: list[str], cwd: str, env: dict[str, str]) -> FdStream:
             pass
         proc.wait()
 
-    return FdStream(write_fd, read_fd, kill)
+    return FdStream(write_fd, read_fd, kill, str(proc.pid))

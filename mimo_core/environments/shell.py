@@ -15,8 +15,9 @@ Each call is ONE top-level line written to the shell's stdin:
 * stdin is /dev/null (a command that reads stdin cannot eat the protocol); output goes to a fresh file
   per call, so a background job that keeps writing can never hold a call or leak into the stream.
 * the marker line carries the exit status and the working directory; the nonce is new each call.
-* every process of the call inherits `MIMO_CALL=<nonce>`: a timeout kills exactly those (also ones
-  that called `setsid`), never the shell or a server an earlier call left running.
+* every process of the call inherits `MIMO_CALL=<nonce>` (once it execs) and the call's output file (as
+  it forks): a timeout kills the processes carrying either, also ones that called `setsid` and subshells
+  that never exec, but never the shell or a server an earlier call left running.
 * the shell's own stderr is discarded, so `set -x`/`set -v` trace the model's command (inside OUT) but
   never this wrapper. An EXIT trap reports the status and directory when the model runs `exit`; the
   session then starts a new shell in that directory and says so in the result.
@@ -45,6 +46,8 @@ _ERROR_LINE = re.compile(rb"^bash: (?:eval: )?line (\d+):", re.M)
 class ShellStream(Protocol):
     """A bash process inside the sandbox: stdin to write, stdout to read. Its stderr is discarded."""
 
+    pid: str  # the shell's pid as seen inside the sandbox: spared when a call's processes are killed
+
     def send(self, data: bytes) -> None: ...
 
     def recv(self, timeout: float) -> bytes | None:
@@ -64,8 +67,9 @@ class ShellHost(Protocol):
 
     def open_shell_stream(self, cwd: str) -> ShellStream: ...
 
-    def kill_marked(self, name: str, value: str) -> None:
-        """SIGKILL every process of the sandbox whose environment holds `name=value`."""
+    def kill_call(self, nonce: str, out: str, shell_pid: str) -> None:
+        """SIGKILL every process of one call: those whose environment holds `MIMO_CALL=<nonce>` and those
+        holding its output file `out` open (subshells that never exec'd), except the shell itself."""
         ...
 
     def read_output(self, path: str) -> bytes:
@@ -133,7 +137,7 @@ class ShellSession:
         self._buf = bytearray()
         self._lines = 0  # input lines the shell has read: bash numbers eval's lines after them
         self._lock = threading.Lock()
-        self._call: str | None = None  # nonce of the call in progress, for interrupt()
+        self._call: tuple[str, str, str] | None = None  # (nonce, out, shell pid) of the call in progress
         self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -160,7 +164,7 @@ class ShellSession:
         """Kill the call in progress (its whole process tree); the call returns as timed out."""
         call = self._call
         if call is not None:
-            self.host.kill_marked("MIMO_CALL", call)
+            self.host.kill_call(*call)
 
     # -- calls -------------------------------------------------------------------------------------
 
@@ -179,10 +183,10 @@ class ShellSession:
         out = f"{self.host.scratch_dir.rstrip('/')}/.sh-{self.name}-{nonce}"
         self._lines += 1
         first_line = self._lines
-        self._call = nonce
+        self._call = (nonce, out, stream.pid)
         try:
             stream.send(self._line(command, nonce, out, subshell, env, cwd).encode())
-            marker, timed_out, gone = self._wait_marker(stream, nonce, start + timeout)
+            marker, timed_out, gone = self._wait_marker(stream, nonce, out, start + timeout)
         except OSError:  # the shell died before it could read the call
             marker, timed_out, gone = None, False, True
         finally:
@@ -191,8 +195,8 @@ class ShellSession:
         note = ""
         if marker is not None:
             rc, self.cwd = marker
-            if timed_out:  # again: a child forked but not yet exec'd had no marker in /proc the first time
-                self.host.kill_marked("MIMO_CALL", nonce)
+            if timed_out:  # again, for a child that was between fork and redirect the first time
+                self.host.kill_call(nonce, out, stream.pid)
                 rc = -9
             if self.annotate is not None and not timed_out:
                 note = self.annotate(command, rc)
@@ -228,7 +232,7 @@ class ShellSession:
             line += f"; cat {q_out}; rm -f {q_out}; printf '\\036{nonce}E\\n'"
         return line + "\n"
 
-    def _wait_marker(self, stream: ShellStream, nonce: str, deadline: float
+    def _wait_marker(self, stream: ShellStream, nonce: str, out: str, deadline: float
                      ) -> tuple[tuple[int, str] | None, bool, bool]:
         """(rc, cwd) from the marker line, whether the call timed out, whether the shell is gone."""
         tag = _RS + nonce.encode() + b" "
@@ -246,7 +250,7 @@ class ShellSession:
                 if timed_out:
                     return None, True, False
                 timed_out = True
-                self.host.kill_marked("MIMO_CALL", nonce)
+                self.host.kill_call(nonce, out, stream.pid)
                 deadline = time.monotonic() + KILL_GRACE
                 continue
             chunk = stream.recv(remaining)
