@@ -49,6 +49,7 @@ class DeepSWETask(RepoTask):
     collect: list[CollectHook] = Field(default_factory=list)
     artifacts: list[str] = Field(default_factory=lambda: [DEFAULT_PATCH_ARTIFACT])
     solution_files: dict[str, Any] = Field(default_factory=dict)
+    solution_env: dict[str, str] = Field(default_factory=dict)  # Harbor [solution.env], for solve.sh
     dockerfile_dir: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 

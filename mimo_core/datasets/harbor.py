@@ -60,6 +60,10 @@ class _Environment(_Resources):
     workdir: str | None = None
 
 
+class _Solution(_Open):
+    env: dict[str, str] = Field(default_factory=dict)
+
+
 class HarborToml(_Open):
     schema_version: str = "1.0"
     artifacts: list[str] = Field(default_factory=list)
@@ -68,6 +72,7 @@ class HarborToml(_Open):
     verifier: _Verifier = Field(default_factory=_Verifier)
     agent: _Agent = Field(default_factory=_Agent)
     environment: _Environment = Field(default_factory=_Environment)
+    solution: _Solution = Field(default_factory=_Solution)
 
 
 def is_harbor_task(path: Path) -> bool:
@@ -111,15 +116,20 @@ def tar_folder(folder: Path) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-_TESTS_REF = re.compile(r"(?<![\w.\-])/tests/([\w.\-/]*[\w\-])")
+# `/tests/x`, `$TESTS_DIR/x` or `${TESTS_DIR}/x` (a relative `tests/x` is usually the repository's own)
+_TESTS_REF = re.compile(r"(?:(?<![\w.\-])/tests/|\$\{?TESTS_DIR\}?/)([\w.\-/]*[\w\-])")
 VERIFIER_ENTRY = "test.sh"
+# DeepSWE's layout (see its README): the grader reads the f2p/p2p ids from config.json beside it
+IMPLIED = {"grader.py": "config.json"}
 
 
 def missing_verifier_files(test_files: dict[str, Any]) -> list[str]:
-    """Files the verifier needs that `tests/` lacks: `test.sh` itself, and every `/tests/<path>` its text
-    files name (a script reading /tests/config.json needs it). Paths are relative to the task folder."""
+    """Files the verifier needs that `tests/` lacks: `test.sh` itself, every `/tests/<path>` its text
+    files name (a script reading /tests/config.json needs it), and `config.json` beside DeepSWE's
+    `grader.py`. Paths are relative to the task folder."""
     present = set(test_files)
     missing = set() if VERIFIER_ENTRY in present else {VERIFIER_ENTRY}
+    missing |= {needed for have, needed in IMPLIED.items() if have in present and needed not in present}
     for value in test_files.values():
         if not isinstance(value, str):
             continue
@@ -193,6 +203,7 @@ def convert_task(task_dir: Path, relative_to: Path | None = None) -> dict[str, A
         "solution_files": solution,
         "gold_patch": gold if isinstance(gold, str) else None,
         "solution_script": script if isinstance(script, str) else None,
+        "solution_env": toml.solution.env,
         "metadata": {**toml.metadata, "task_name": name, "schema_version": toml.schema_version,
                      "agent_network_mode": toml.agent.network_mode,
                      "verifier_network_mode": toml.verifier.network_mode,

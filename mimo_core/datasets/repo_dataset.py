@@ -182,13 +182,14 @@ class RepoDatasetType:
         return res
 
     def run_script(self, env: Environment, task: Task, script: str, label: str, check: bool = False,
-                   timeout: float | None = None, cwd: str | None = None) -> ExecResult:
+                   timeout: float | None = None, cwd: str | None = None,
+                   extra_env: dict[str, str] | None = None) -> ExecResult:
         """Write a bash script (paths mapped) to scratch and run it in the task's cwd."""
         pm = self.paths(env, task)
         path = f"{env.scratch_dir}/{label}-{uuid.uuid4().hex[:8]}.sh"
         env.write_file(path, pm.text(script).encode(), mode=0o755)
         res = run(env, f"bash {shlex.quote(path)}", cwd=cwd or env.spec.cwd, timeout=timeout,
-                  extra_env=pm.env_vars())
+                  extra_env={**(extra_env or {}), **pm.env_vars()})
         if check:
             self._check(res, f"run the task's {label} script")
         return res
@@ -237,7 +238,7 @@ class RepoDatasetType:
             files = getattr(task, "solution_files", None) or {}
             if files:
                 self.write_files(env, task, files, "/solution")
-            res = self.run_script(env, task, script, "solve")
+            res = self.run_script(env, task, script, "solve", extra_env=getattr(task, "solution_env", None))
             return res.returncode == 0, res.output
         return False, f"{task.instance_id}: the row has no reference solution (gold_patch or solution_script)"
 

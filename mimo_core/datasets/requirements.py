@@ -7,6 +7,7 @@ its image cannot be run on the host, and a row whose verifier files are missing 
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import threading
 from collections.abc import Iterable, Iterator
@@ -21,6 +22,7 @@ from mimo_core.grading.grade import Grade
 from mimo_core.status import ExitStatus
 
 HOST_SWITCH = "environment.run_image_tasks_on_host: true"
+log = logging.getLogger("mimoagent")
 EVIDENCE_DIR = "verifier"  # in the rollout folder: what the verifier wrote, and its whole output
 
 
@@ -65,12 +67,18 @@ def grading_problem(task: Task) -> str | None:
 
 
 def check_runnable(pairs: Iterable[tuple[Task, NamedConfig]]) -> None:
-    """Plan time: every row that cannot run on its config's backend, in one error (exit 2)."""
+    """Plan time: every row that cannot run on its config's backend, in one error (exit 2); a warning
+    per row that can never be graded (it is still recorded, as a grading_error)."""
     problems: dict[str, Any] = {}
+    ungradable: set[str] = set()
     for task, config in pairs:
         problem = backend_problem(task, config.config.environment)
         if problem and task.instance_id not in problems:
             problems[task.instance_id] = f"config {config.name}: {problem}"
+        reason = grading_problem(task)
+        if reason and task.instance_id not in ungradable:
+            ungradable.add(task.instance_id)
+            log.warning("row %s: %s; its rollouts are recorded as grading_error", task.instance_id, reason)
     if problems:
         lines = list(problems.values())
         shown = lines[:20] + ([f"... and {len(lines) - 20} more"] if len(lines) > 20 else [])

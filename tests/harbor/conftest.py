@@ -68,6 +68,8 @@ timeout_sec = {agent_timeout}
 [environment]
 docker_image = "mimo-tests/{name}:latest"
 build_timeout_sec = 300.0
+[solution.env]
+GREETING = "goodbye"
 """
     (task / "task.toml").write_text(toml)
     (task / "instruction.md").write_text("Make /app/greeting.txt say goodbye, then commit your work.\n")
@@ -79,6 +81,8 @@ build_timeout_sec = 300.0
         (task / "environment" / "Dockerfile").write_text("FROM mimo-base:bookworm\nCOPY repo /app\nWORKDIR /app\n")
         (task / "environment" / "repo").mkdir()
         (task / "environment" / "repo" / "greeting.txt").write_text("hello\n")
+    (task / "solution").mkdir()
+    (task / "solution" / "solve.sh").write_text('#!/bin/bash\ncd /app && echo "$GREETING" > greeting.txt\n')
     (task / "tests" / "test.sh").write_text(TEST_SH)
     (task / "tests" / "config.json").write_text(json.dumps({"f2p_node_ids": ["test_greeting.py::test_says_goodbye"],
                                                            "p2p_node_ids": ["test_greeting.py::test_file_exists"]}))

@@ -52,9 +52,21 @@ def test_a_marked_row_is_a_grading_error_with_the_reason_and_runs_nothing(tmp_pa
         proc = run_cli(["-c", str(write_harbor_config(tmp_path)), "--dataset", str(tmp_path / "rows.jsonl"),
                         "-o", str(out), "--redo-existing", *args], scripted_llm)
         assert proc.returncode == 0, proc.stderr
+        assert "row py-ini-comments: the task's verifier files are missing (tests/config.json)" in proc.stderr
         records = {r.instance_id: r for r in ResultsStore(out).load().values()}
         broken = records["py-ini-comments"]
         assert (broken.exit_status, broken.reward, broken.infra_error) == ("grading_error", None, True)
         assert broken.error == ("the task's verifier files are missing (tests/config.json): it cannot be graded")
         assert broken.duration_s < 5 and broken.steps == 0
         assert records["py-median-even"].exit_status != "grading_error"
+
+
+def test_which_verifier_files_count_as_needed() -> None:
+    from mimo_core.datasets.harbor import missing_verifier_files
+
+    script = "python3 /tests/grader.py --out $TESTS_DIR/out.txt; cd /app && pytest tests/test_x.py /app/tests/y.py"
+    assert missing_verifier_files({"test.sh": script, "grader.py": "..."}) == [
+        "tests/config.json", "tests/out.txt"]  # DeepSWE's grader reads config.json beside it
+    assert missing_verifier_files({"test.sh": script, "grader.py": "...", "config.json": "{}",
+                                   "out.txt": ""}) == []
+    assert missing_verifier_files({"grader.py": "..."}) == ["tests/config.json", "tests/test.sh"]

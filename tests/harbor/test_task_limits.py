@@ -57,3 +57,12 @@ def test_converted_rows_carry_the_tasks_timeouts(tmp_path: Path) -> None:
              write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", agent_timeout=42)).read_text().splitlines()]
     assert (row["agent_timeout_sec"], row["verifier_timeout_sec"], row["build_timeout_sec"]) == (42.0, 60.0, 300.0)
     assert row["collect"][0]["timeout_sec"] == 30.0
+
+
+def test_the_reference_solution_runs_with_the_tasks_solution_env_and_is_committed(
+    tmp_path: Path, run_rollout
+) -> None:
+    rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks"))
+    record, rollout = run_rollout(rows, write_harbor_config(tmp_path), recalc="gt")
+    assert (record.exit_status, record.reward) == ("recalculated", 1.0)  # strict: the hook saw the commit
+    assert "+goodbye" in json.loads((rollout / "traj.json").read_text())["submission"]
