@@ -36,6 +36,16 @@ def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
     return blocks
 
 
+def _assistant_message(m: Message) -> dict[str, Any]:
+    return {"role": "assistant", "content": _assistant_blocks(m)}
+
+
+def _user_block(m: Message) -> dict[str, Any]:
+    if m.role == "tool":
+        return {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content or ""}
+    return {"type": "text", "text": m.content or ""}
+
+
 def messages_to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
     """(system, messages): system text is lifted out; consecutive user-side turns merge into one."""
     system: list[str] = []
@@ -45,12 +55,9 @@ def messages_to_anthropic(messages: list[Message]) -> tuple[str | None, list[dic
             system.append(m.content or "")
             continue
         if m.role == "assistant":
-            out.append({"role": "assistant", "content": _assistant_blocks(m)})
+            out.append(m.wire("anthropic", _assistant_message))
             continue
-        if m.role == "tool":
-            block = {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content or ""}
-        else:
-            block = {"type": "text", "text": m.content or ""}
+        block = m.wire("anthropic", _user_block)  # the same objects every call: cheap to encode and compare
         if out and out[-1]["role"] == "user":
             out[-1]["content"].append(block)
         else:
