@@ -67,6 +67,24 @@ class Environment(Protocol):
         ...
 
 
+class PersistentShells(Protocol):
+    """Optional, on top of `Environment`: what a backend offers for the bash tool's long-lived shells.
+
+    The protocol itself is backend-neutral (shell.py's `ShellSession`); a backend (local, bwrap, docker,
+    and the same way Kubernetes' exec websocket) provides `open_shell_stream`, `kill_call`, `read_output`
+    and `inline_output` (see shell.py's `ShellHost`) and keeps one session per name. Backends without it
+    get the bash tool's emulation over `execute`.
+    """
+
+    def shell(self, name: str = "main") -> Any:
+        """The rollout's persistent shell called `name` (a `ShellSession`), started on first use."""
+        ...
+
+    def interrupt(self) -> None:
+        """Kill every running command of the sandbox now; callable from any thread (a stopping runner)."""
+        ...
+
+
 _BACKENDS = {
     "local": "mimo_core.environments.local:LocalEnvironment",
     "docker": "mimo_core.environments.docker:DockerEnvironment",
