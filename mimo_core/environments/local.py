@@ -143,14 +143,16 @@ class LocalEnvironment:
         for session in self._sessions.values():
             session.close()
         self._sessions.clear()
+        sandboxed = self._bwrap is not None
         if self._bwrap is not None:
-            self._bwrap.stop()
+            self._bwrap.stop()  # its PID namespace, and every process in it, dies with it
             self._bwrap = None
         for pgid in self._pgids:
             _kill_group(pgid)
         self._pgids.clear()
         if self.base is not None:
-            kill_marked(SANDBOX_VAR, self.sandbox_id)
+            if not sandboxed:  # background jobs, `setsid`/`nohup` ones included, carry the marker
+                kill_marked(SANDBOX_VAR, self.sandbox_id)
             shutil.rmtree(self.base, onerror=force_remove)
             self.base = None
         live.untrack(self)
