@@ -2,6 +2,7 @@
 a CLI invocation is recorded as), `refresh_analytics` and `register_configs`."""
 
 from collections.abc import Iterator
+from typing import Any
 
 from dagster import (
     AssetMaterialization,
@@ -21,6 +22,7 @@ from mimo_assets.cli_recording.record import record_cli_run
 from mimo_assets.helpers.batching import emit_all
 from mimo_assets.helpers.evaluate import execute
 from mimo_assets.helpers.events import run_tags
+from mimo_core.plan import RunRequest, Selection
 from resources import ModelEndpoint, OutputStore, SandboxBackend
 
 EVALUATE_JOB = "evaluate"
@@ -31,14 +33,22 @@ class EvaluateConfig(Config):
 
     dataset: str = Field(default="", description="JSONL/parquet/Harbor folder/HF name; default $MIMOAGENT_DATASET")
     split: str | None = None
-    slice: str | None = None
-    filter: str | None = None
+    filter: str | None = Field(default=None, description="keep instance ids matching this regex")
+    shuffle: bool = False
+    slice: str | None = Field(default=None, description="A:B, after filter and shuffle")
+    seed: int = Field(default=0, description="seed of the shuffle and of the A/B config assignment")
     configs: list[str] = Field(default_factory=list, description="config files; default: every registered one")
     num_rollouts: int = 1
     workers: int = 4
     redo_existing: bool = False
-    recalc: str | None = None
-    output_dir: str = Field(default="", description="default: <output root>/runs/<run name>")
+    recalc: str | None = Field(default=None, description="gt, or an earlier output folder to regrade")
+    output_dir: str = Field(default="", description="the run's output folder; default <output root>/runs/<run id>")
+
+    def to_request(self, **resolved: Any) -> RunRequest:
+        """The planner's request; `resolved` gives what the run fills in (dataset, configs, output...)."""
+        selection = Selection(filter=self.filter, shuffle=self.shuffle, slice=self.slice, seed=self.seed)
+        return RunRequest(split=self.split, selection=selection, num_rollouts=self.num_rollouts,
+                          redo_existing=self.redo_existing, recalc=self.recalc, **resolved)
 
 
 @op(out={})

@@ -111,49 +111,47 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from mimo_core.batch import new_run_id
     from mimo_core.cli_inputs import check_not_empty, check_output_dir
-    from mimo_core.config import load_configs, parse_override
-    from mimo_core.datasets.loader import load_tasks, select_tasks
+    from mimo_core.config import load_configs
+    from mimo_core.datasets.loader import load_tasks
     from mimo_core.output_lock import output_lock
+    from mimo_core.plan import select
 
     _check_flags(args)
-    configs = load_configs(args.config, [parse_override(o) for o in args.override_config])
-    if args.recalc_input is None:
+    request = _request(args)
+    configs = load_configs(request.configs, request.overrides)
+    if request.recalc is None:
         _warm_models(configs)
-    tasks = select_tasks(load_tasks(args.dataset, args.split), args.slice, args.filter, args.shuffle, args.seed)
-    check_not_empty(len(tasks), args.dataset, bool(args.slice or args.filter), args.allow_empty)
+    tasks = load_tasks(request.dataset, request.split)
+    selected = select(request.selection, tasks)
+    check_not_empty(len(selected), args.dataset, bool(args.slice or args.filter), args.allow_empty)
     output = check_output_dir(args.output)
-    run_id = args.run_id or new_run_id()
-    with output_lock(output, run_id):
-        return _run_locked(args, configs, tasks, output, run_id)
+    with output_lock(output, request.run_id):
+        return _run_locked(args, request, tasks, configs, output)
 
 
-def _run_locked(args: argparse.Namespace, configs: list[Any], tasks: list[Any], output: Path, run_id: str) -> int:
-    from mimo_core.batch import plan_jobs
+def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], configs: list[Any], output: Path) -> int:
     from mimo_core.observers import load_observers
+    from mimo_core.plan import plan_run
     from mimo_core.results import ResultsStore
 
     aside = ResultsStore(output).repair()
     if aside is not None:
         print(f"mimoagent: {output / 'results.jsonl'}: incomplete line(s) moved to {aside.name}; "
               "their rollouts are redone", file=sys.stderr)
-    jobs = plan_jobs(tasks, configs, args.num_rollouts, output, run_id, args.redo_existing, args.seed,
-                     args.recalc_input)
-    skipped = len(tasks) * args.num_rollouts - len(jobs) if args.recalc_input in (None, "gt") else 0
-    print(f"mimoagent: run {run_id}: {len(tasks)} instances, {len(jobs)} rollouts to run"
-          + (f", {skipped} already finished (use --redo-existing to rerun)" if skipped > 0 else "")
+    plan = plan_run(request, tasks, configs)
+    jobs = plan.jobs
+    print(f"mimoagent: run {request.run_id}: {len(plan.tasks)} instances, {len(jobs)} rollouts to run"
+          + (f", {plan.skipped} already finished (use --redo-existing to rerun)" if plan.skipped > 0 else "")
           + f" -> {output}", file=sys.stderr)
     from mimo_core.environments.sweep import before_run
 
     before_run(configs)
-    request = _request(args, configs, tasks, run_id)
     observers = load_observers(request)
     for r in observers:
-        r.start([{"instance_id": j.task.instance_id, "config_name": j.config.name, "rollout_index": j.rollout_index}
-                 for j in jobs])
+        r.start(plan)
     try:
-        records = _run_with_progress(jobs, args.workers, observers, args.recalc_input is not None)
+        records = _run_with_progress(jobs, args.workers, observers, request.recalc is not None)
     finally:
         for r in observers:
             r.finish()
@@ -185,13 +183,19 @@ def _warm_models(configs: list[Any]) -> None:
     threading.Thread(target=warm, name="warm-models").start()
 
 
-def _request(args: argparse.Namespace, configs: list[Any], tasks: list[Any], run_id: str) -> dict[str, Any]:
-    return {
-        "output_dir": str(Path(args.output).resolve()), "run_id": run_id, "dataset": args.dataset,
-        "split": args.split, "config_paths": [str(Path(c.path).resolve()) for c in configs],
-        "config_names": [c.name for c in configs], "instance_ids": [t.instance_id for t in tasks],
-        "num_rollouts": args.num_rollouts, "recalc": args.recalc_input, "redo_existing": args.redo_existing,
-    }
+def _request(args: argparse.Namespace) -> Any:
+    """The command line as a RunRequest: what the run planner and the observers are given."""
+    from mimo_core.config import parse_override
+    from mimo_core.plan import RunRequest, Selection, new_run_id
+
+    return RunRequest(
+        dataset=args.dataset, split=args.split,
+        selection=Selection(filter=args.filter, shuffle=args.shuffle, slice=args.slice, seed=args.seed),
+        configs=list(args.config),
+        overrides=[parse_override(o) for o in args.override_config],
+        num_rollouts=args.num_rollouts, redo_existing=args.redo_existing, recalc=args.recalc_input,
+        output_dir=Path(args.output).resolve(), run_id=args.run_id or new_run_id(),
+    )
 
 
 def _run_with_progress(jobs: list[Any], workers: int, observers: list[Any], recalc: bool) -> list[Any]:

@@ -1,7 +1,7 @@
 """Plug-ins that observe a CLI run (the Dagster code location registers one), found by entry point.
 
-The CLI stays free of Dagster: an observer is told what was planned, receives each finished record from
-worker threads (it must only queue it), and is flushed at the end.
+The CLI stays free of Dagster: an observer is built from the run's `RunRequest`, is told the plan, receives
+each finished record from worker threads (it must only queue it), and is flushed at the end.
 """
 
 from __future__ import annotations
@@ -9,15 +9,18 @@ from __future__ import annotations
 import os
 import sys
 from importlib.metadata import entry_points
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mimo_core.results import ResultRecord
+
+if TYPE_CHECKING:
+    from mimo_core.plan import RunPlan, RunRequest
 
 GROUP = "mimoagent.observers"
 
 
 class RunObserver(Protocol):
-    def start(self, jobs_planned: list[dict[str, Any]]) -> None: ...
+    def start(self, plan: RunPlan) -> None: ...
 
     def record(self, record: ResultRecord) -> None: ...
 
@@ -31,7 +34,7 @@ def _disabled(name: str) -> bool:
             or os.environ.get(f"MIMOAGENT_{name.upper()}", "1").lower() in off)
 
 
-def load_observers(request: dict[str, Any]) -> list[RunObserver]:
+def load_observers(request: RunRequest) -> list[RunObserver]:
     observers: list[RunObserver] = []
     for ep in entry_points(group=GROUP):
         if _disabled(ep.name):

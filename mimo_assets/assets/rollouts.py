@@ -3,11 +3,11 @@
 One `run_one` produces all three (the judge and the verifier run while the sandbox is alive), so they
 are one step. Backfills from the UI use a single-run policy: a selection of partitions runs as few
 runs, with `workers` rollouts at a time inside each. Selecting `graded_results` alone regrades the
-saved submissions of the latest rollouts and leaves those rollouts as they were.
+saved submissions of the latest rollouts and leaves those rollouts as they were. Jobs are planned by
+`mimo_core.plan.plan_run`, as for the CLI, with the backfill's partitions as the selection.
 """
 
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,8 +36,7 @@ from mimo_assets.helpers.inputs import latest, load_converted, registered_config
 from mimo_assets.partitions import partition_key, rollout_partitions, split_key
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import Task
-from mimo_core.results import ResultsStore
-from mimo_core.rollout import RolloutJob
+from mimo_core.plan import RunRequest, Selection, plan_run
 from resources import ModelEndpoint, OutputStore, SandboxBackend
 
 
@@ -77,12 +76,9 @@ def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoi
     return {n: load_config(paths[n], overrides) for n in names}
 
 
-def _regrade_jobs(
-    context: AssetExecutionContext, keys: list[tuple[str, str]], tasks: dict[str, Task],
-    configs: dict[str, NamedConfig], output: Path,
-) -> list[RolloutJob]:
-    """Regrade each partition's latest rollouts from their saved submissions."""
-    jobs = []
+def _regrade_sources(context: AssetExecutionContext, keys: list[tuple[str, str]]) -> dict[Path, list[tuple[str, str]]]:
+    """Where each partition's latest rollouts were saved (the run folder its materialization names)."""
+    sources: dict[Path, list[tuple[str, str]]] = {}
     for instance_id, config_name in keys:
         result = context.instance.fetch_materializations(
             AssetRecordsFilter(asset_key=ROLLOUTS, asset_partitions=[str(partition_key(instance_id, config_name))]),
@@ -91,13 +87,8 @@ def _regrade_jobs(
         if not result.records or result.records[0].asset_materialization is None:
             raise ValueError(f"{instance_id} [{config_name}]: no rollouts materialization to regrade")
         source = Path(str(result.records[0].asset_materialization.metadata["output_dir"].value))
-        for (iid, cname, k), rec in sorted(ResultsStore(source).finished().items()):
-            if (iid, cname) != (instance_id, config_name):
-                continue
-            submission = json.loads((source / rec.output_dir / "traj.json").read_text()).get("submission")
-            jobs.append(RolloutJob(task=tasks[iid], config=configs[cname], rollout_index=k, output_dir=output,
-                                   run_id=context.run.run_id, recalc=str(source), recalc_submission=submission or ""))
-    return jobs
+        sources.setdefault(source, []).append((instance_id, config_name))
+    return sources
 
 
 @multi_asset(
@@ -126,12 +117,17 @@ def rollouts(
     tasks = _tasks({i for i, _ in keys}, output_store, meta.get("path"))
     configs = _configs({c for _, c in keys}, context, model_endpoint, sandbox_backend)
     output = output_store.run_dir(context.run.run_id)
-    if graded_only:
-        jobs = _regrade_jobs(context, keys, tasks, configs, output)
+    request = RunRequest(dataset=str(meta.get("path") or ""), selection=Selection(partitions=keys),
+                         configs=[c.path for c in configs.values()], num_rollouts=config.num_rollouts,
+                         output_dir=output, run_id=context.run.run_id)
+    rows, named = list(tasks.values()), list(configs.values())
+    if graded_only:  # regrade the saved submissions, grouped by the run folder that holds them
+        jobs = [job for source, pairs in _regrade_sources(context, keys).items()
+                for job in plan_run(request.model_copy(update={"recalc": str(source),
+                                                              "selection": Selection(partitions=pairs)}),
+                                    rows, named).jobs]
     else:
-        jobs = [RolloutJob(task=tasks[i], config=configs[c], rollout_index=k, output_dir=output,
-                           run_id=context.run.run_id)
-                for i, c in keys for k in range(config.num_rollouts)]
+        jobs = plan_run(request, rows, named).jobs
     context.log.info(f"{len(jobs)} rollouts over {len(keys)} partitions, {config.workers} at a time -> {output}")
     yield from emit_all(context, materializations(
         context.instance, run_in_thread(jobs, config.workers), [j.key for j in jobs], output,

@@ -1,18 +1,17 @@
 """The process that records a CLI run into Dagster: `python -m mimo_assets.cli_recording.child`.
 
 Its own process, so `import dagster` and the event-log writes never take the CLI's GIL from the rollout
-threads. Protocol on stdin, one JSON object a line: first `{"request": ..., "planned": [[i, c, k], ...]}`,
+threads. Protocol on stdin, one JSON object a line: first a RecordingHeader (the RunRequest and the planned rollouts),
 then one ResultRecord per finished rollout; end of input ends the run. Exit status 0 when recorded.
 """
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 import threading
 
-from mimo_assets.cli_recording.feed import Feed
+from mimo_assets.cli_recording.feed import Feed, RecordingHeader
 from mimo_core.results import ResultRecord
 
 
@@ -27,8 +26,7 @@ def _pump(feed: Feed) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the CLI; we stop at end of input
-    header = json.loads(sys.stdin.readline())
-    feed = Feed(header["request"], [tuple(p) for p in header["planned"]])
+    feed = Feed(RecordingHeader.model_validate_json(sys.stdin.readline()))
     threading.Thread(target=_pump, args=(feed,), name="mimo-record-stdin", daemon=True).start()
     from mimo_assets.cli_recording.record import execute_feed
 

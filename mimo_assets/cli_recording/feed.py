@@ -7,15 +7,26 @@ import queue
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import BaseModel
+
+from mimo_core.plan import RunRequest
 from mimo_core.results import ResultRecord
 
 _END = object()
 
 
+class RecordingHeader(BaseModel):
+    """The first line the recording child reads: the CLI's request and what it planned."""
+
+    request: RunRequest
+    config_names: list[str]
+    instance_ids: list[str]  # the selected rows, registered as partitions even if the dataset cannot be read
+    planned: list[tuple[str, str, int]]  # (instance_id, config_name, k) of every rollout to run
+
+
 class Feed:
-    def __init__(self, request: dict[str, Any], planned: list[tuple[str, str, int]]):
-        self.request = request
-        self.planned = planned
+    def __init__(self, header: RecordingHeader):
+        self.header = header
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._ended = False
 

@@ -11,7 +11,6 @@ has even imported Dagster, and the CLI should not wait seconds for bookkeeping.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import subprocess
@@ -19,9 +18,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mimo_assets.cli_recording.feed import RecordingHeader
 from mimo_core.results import ResultRecord
+
+if TYPE_CHECKING:
+    from mimo_core.plan import RunPlan, RunRequest
 
 _END = object()
 LOG_FILE = "dagster_record.log"
@@ -46,25 +49,28 @@ def wait_limit() -> float | None:
 
 
 class DagsterObserver:
-    def __init__(self, request: dict[str, Any]):
+    def __init__(self, request: RunRequest):
         self.request = request
         self.proc: subprocess.Popen[str] | None = None
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.writer: threading.Thread | None = None
-        self.log = Path(request["output_dir"]) / LOG_FILE
+        self.log = Path(request.output_dir) / LOG_FILE
 
-    def start(self, jobs_planned: list[dict[str, Any]]) -> None:
+    def start(self, plan: RunPlan) -> None:
         """Nothing planned (a rerun with everything finished) records nothing: no run, no events."""
-        if not jobs_planned:
+        if not plan.jobs:
             return
-        planned = [[j["instance_id"], j["config_name"], int(j.get("rollout_index", 0))] for j in jobs_planned]
+        header = RecordingHeader(
+            request=self.request, config_names=[c.name for c in plan.configs],
+            instance_ids=[t.instance_id for t in plan.tasks], planned=[j.key for j in plan.jobs],
+        )
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "w") as log:  # a file, not a pipe: a chatty child can never block on it
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "mimo_assets.cli_recording.child"], stdin=subprocess.PIPE, stdout=log,
                 stderr=subprocess.STDOUT, text=True, env=os.environ.copy(), start_new_session=True,
             )
-        self.queue.put(json.dumps({"request": self.request, "planned": planned}))
+        self.queue.put(header.model_dump_json())
         self.writer = threading.Thread(target=self._write, name="mimo-dagster-writer", daemon=True)
         self.writer.start()
 

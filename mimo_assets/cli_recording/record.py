@@ -22,20 +22,21 @@ def record_cli_run(
     """The CLI ran (and is running) the rollouts; register its inputs and log each partition."""
     from mimo_core.datasets.loader import load_tasks
 
-    req = feed.request
+    header = feed.header
+    req = header.request
     tags = run_tags({"mimoagent/source": "cli"})
     try:
-        tasks = load_tasks(req["dataset"], req.get("split"))
-        yield from dataset_events(instance, tasks, req["dataset"], req.get("split"), datasets_dir, tags)
+        tasks = load_tasks(req.dataset, req.split)
+        yield from dataset_events(instance, tasks, req.dataset, req.split, datasets_dir, tags)
     except Exception as e:  # the rollouts are the record that matters; say why the dataset is absent
-        log.warning(f"dataset {req['dataset']!r} not recorded: {type(e).__name__}: {e}")
+        log.warning(f"dataset {req.dataset!r} not recorded: {type(e).__name__}: {e}")
         from mimo_assets.partitions import INSTANCE_DIM, register
 
-        register(instance, INSTANCE_DIM, req.get("instance_ids") or [])
-    yield from config_events(instance, req["config_paths"], tags)
+        register(instance, INSTANCE_DIM, header.instance_ids)
+    yield from config_events(instance, req.configs, tags)
     yield from materializations(
-        instance, feed, feed.planned, Path(req["output_dir"]), upstream(instance), tags,
-        graded_only=req.get("recalc") is not None, log=log,
+        instance, feed, header.planned, req.output_dir, upstream(instance), tags,
+        graded_only=req.recalc is not None, log=log,
     )
 
 
@@ -47,14 +48,15 @@ def execute_feed(feed: Feed) -> str | None:
         from mimo_assets.helpers.home import dagster_home, get_instance
         from mimo_assets.jobs import EVALUATE_JOB
 
-        req = feed.request
+        req = feed.header.request
         tags = {
-            "mimoagent/source": "cli", "mimoagent/run_id": req["run_id"],
-            "mimoagent/date": date.today().isoformat(), "mimoagent/dataset": str(req["dataset"])[:200],
-            "mimoagent/configs": ",".join(req["config_names"])[:200], "mimoagent/output_dir": req["output_dir"][:200],
+            "mimoagent/source": "cli", "mimoagent/run_id": req.run_id,
+            "mimoagent/date": date.today().isoformat(), "mimoagent/dataset": req.dataset[:200],
+            "mimoagent/configs": ",".join(feed.header.config_names)[:200],
+            "mimoagent/output_dir": str(req.output_dir)[:200],
         }
-        if req.get("recalc"):
-            tags["mimoagent/recalc"] = str(req["recalc"])[:200]
+        if req.recalc:
+            tags["mimoagent/recalc"] = req.recalc[:200]
         with get_instance() as instance:
             result = defs.resolve_job_def(EVALUATE_JOB).execute_in_process(
                 instance=instance, tags=tags, raise_on_error=False, resources={"cli_feed": feed},

@@ -19,28 +19,28 @@ def execute(
     instance: DagsterInstance, cfg: Any, run_id: str, store: OutputStore, model: ModelEndpoint,
     sandbox: SandboxBackend, log: Any, tags: dict[str, str],
 ) -> Iterator[AssetMaterialization | list[Event]]:
-    """Plan like the CLI (A/B assignment, skip finished unless redo_existing) and run on the core's pool."""
-    from mimo_core.batch import plan_jobs
-    from mimo_core.config import load_configs
-    from mimo_core.datasets.loader import load_tasks, select_tasks
+    """Plan with the CLI's planner (A/B assignment, skip finished unless redo_existing) and run on the
+    core's pool. `cfg` is the job's EvaluateConfig."""
+    from mimo_core.datasets.loader import load_tasks
+    from mimo_core.plan import plan_run
 
-    source = cfg.dataset or os.environ.get("MIMOAGENT_DATASET", "")
-    if not source:
+    request = cfg.to_request(
+        dataset=cfg.dataset or os.environ.get("MIMOAGENT_DATASET", ""),
+        configs=cfg.configs or list(registered_configs(instance).values()),
+        overrides=[o for o in (model.overrides(), sandbox.overrides()) if o],
+        output_dir=Path(cfg.output_dir).expanduser().resolve() if cfg.output_dir else store.run_dir(run_id),
+        run_id=run_id,
+    )
+    if not request.dataset:
         raise ValueError("evaluate: no dataset (set `dataset` in the run config or $MIMOAGENT_DATASET)")
-    paths = cfg.configs or list(registered_configs(instance).values())
-    if not paths:
+    if not request.configs:
         raise ValueError("evaluate: no config files given and none registered yet")
-    tasks = load_tasks(source, cfg.split)
-    yield from dataset_events(instance, tasks, source, cfg.split, store.datasets_dir(), tags)
-    yield from config_events(instance, paths, tags)
-    overrides = [o for o in (model.overrides(), sandbox.overrides()) if o]
-    configs = load_configs(paths, overrides)
-    selected = select_tasks(tasks, cfg.slice, cfg.filter)
-    output = Path(cfg.output_dir).expanduser().resolve() if cfg.output_dir else store.run_dir(run_id)
-    jobs = plan_jobs(selected, configs, cfg.num_rollouts, output, run_id, cfg.redo_existing, recalc=cfg.recalc)
-    log.info(f"{len(jobs)} rollouts to run over {len(selected)} instances -> {output}")
-    planned = [j.key for j in jobs]
+    tasks = load_tasks(request.dataset, request.split)
+    yield from dataset_events(instance, tasks, request.dataset, request.split, store.datasets_dir(), tags)
+    yield from config_events(instance, request.configs, tags)
+    plan = plan_run(request, tasks)
+    log.info(f"{len(plan.jobs)} rollouts to run over {len(plan.tasks)} instances -> {request.output_dir}")
     yield from materializations(
-        instance, run_in_thread(jobs, cfg.workers), planned, output, upstream(instance), tags,
-        graded_only=cfg.recalc is not None, log=log,
+        instance, run_in_thread(plan.jobs, cfg.workers), [j.key for j in plan.jobs], request.output_dir,
+        upstream(instance), tags, graded_only=request.recalc is not None, log=log,
     )

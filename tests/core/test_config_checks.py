@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mimo_core.batch import plan_jobs, run_jobs
+from mimo_core.batch import run_jobs
 from mimo_core.cli import main
 from mimo_core.config import load_config
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.errors import ConfigError
+from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultsStore
 from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import call, turns
@@ -125,13 +126,13 @@ def test_row_specific_config_error_is_reported_once_and_rerun_only_after_the_con
     tasks = load_tasks(str(_rows_with_and_without_hint(tmp_path)))
     out = tmp_path / "out"
     config_path = write_config(tmp_path, "cfg", instance_template="{{ task }} Hint: {{ hint }}")
-    records = {r.instance_id: r for r in run_jobs(plan_jobs(tasks, [load_config(config_path)], 1, out, "r1"))}
+    records = {r.instance_id: r for r in run_jobs(plan_run(RunRequest(dataset="", configs=[], output_dir=out, run_id="r1"), tasks, [load_config(config_path)]).jobs)}
     bad = records["no-hint"]
     assert (bad.exit_status, bad.infra_error, bad.reward) == (ExitStatus.CONFIG_ERROR, False, None)
     assert "hint" in (bad.error or "") and records["with-hint"].exit_status == ExitStatus.SUBMITTED
-    assert plan_jobs(tasks, [load_config(config_path)], 1, out, "r2") == []  # same input: not retried
+    assert plan_run(RunRequest(dataset="", configs=[], output_dir=out, run_id="r2"), tasks, [load_config(config_path)]).jobs == []  # same input: not retried
     write_config(tmp_path, "cfg", instance_template="{{ task }} Hint: {{ hint | default('none') }}")
-    [again] = plan_jobs(tasks, [load_config(config_path)], 1, out, "r3")
+    [again] = plan_run(RunRequest(dataset="", configs=[], output_dir=out, run_id="r3"), tasks, [load_config(config_path)]).jobs
     assert again.task.instance_id == "no-hint"
     [fixed] = run_jobs([again])
     assert fixed.exit_status == ExitStatus.SUBMITTED and ResultsStore(out).load()[again.key].run_id == "r3"

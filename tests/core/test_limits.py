@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.batch import plan_jobs, run_jobs
-from mimo_core.config import load_config
-from mimo_core.datasets.loader import load_tasks
+from mimo_core.batch import run_jobs
+from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultRecord
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from mimo_core.testing.tasks import write_config, write_tasks
@@ -21,8 +20,9 @@ def run_inprocess(workdir: Path, server, monkeypatch, protocol: str = "chat", **
     monkeypatch.setenv("MIMO_TEST_BASE_URL", base_url(server, protocol))
     monkeypatch.setenv("MIMO_TEST_API_KEY", SECRET)
     data = write_tasks(workdir)
-    config = load_config(write_config(workdir, "cfg", protocol=protocol, **agent))
-    jobs = plan_jobs(load_tasks(str(data)), [config], 1, workdir / "out", "run-test")
+    cfg = write_config(workdir, "cfg", protocol=protocol, **agent)
+    request = RunRequest(dataset=str(data), configs=[str(cfg)], output_dir=workdir / "out", run_id="run-test")
+    jobs = plan_run(request).jobs
     [record] = run_jobs(jobs)
     return record
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mimo_core.batch import plan_jobs
+from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultsStore
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from tests.core.conftest import SECRET
@@ -76,9 +76,7 @@ def test_the_system_prompt_names_the_tasks_cwd_not_the_host_folder(workdir: Path
 def test_planning_after_an_endpoint_error_reruns_the_rollout(workdir: Path, scripted_llm, monkeypatch):
     scripted_llm.inject(404, body={"error": {"message": "no route"}})
     run_inprocess(workdir, scripted_llm, monkeypatch)
-    from mimo_core.config import load_config
-    from mimo_core.datasets.loader import load_tasks
-
-    jobs = plan_jobs(load_tasks(str(workdir / "tasks.jsonl")), [load_config(workdir / "cfg.yaml")], 1,
-                     workdir / "out", "run-2")
+    request = RunRequest(dataset=str(workdir / "tasks.jsonl"), configs=[str(workdir / "cfg.yaml")],
+                         output_dir=workdir / "out", run_id="run-2")
+    jobs = plan_run(request).jobs
     assert len(jobs) == 1

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.batch import plan_jobs, run_jobs
+from mimo_core.batch import run_jobs
 from mimo_core.config import load_config
 from mimo_core.datasets.loader import load_tasks
+from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultsStore
 from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import call, turns
@@ -72,7 +73,7 @@ def test_a_crashing_verifier_gives_traj_and_results_the_same_status(tmp_path: Pa
                                 "eval_script": CRASHING_VERIFIER, "problem_statement": "Say goodbye."}) + "\n")
     out = tmp_path / "out"
     config = load_config(write_config(tmp_path, "cfg"))
-    [record] = run_jobs(plan_jobs(load_tasks(str(data)), [config], 1, out, "run-crash"))
+    [record] = run_jobs(plan_run(RunRequest(dataset="", configs=[], output_dir=out, run_id="run-crash"), load_tasks(str(data)), [config]).jobs)
     traj = read_trajectory(out / record.output_dir / "traj.json")
     assert record.exit_status == traj.exit_status == ExitStatus.GRADING_ERROR
     assert record.error == traj.error and "verifier crashed" in (record.error or "")

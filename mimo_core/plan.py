@@ -1,0 +1,172 @@
+"""What to run: a typed `RunRequest` and the one function that turns it into rollout jobs.
+
+Every door plans here: the `mimoagent` command line, the Dagster `evaluate` job (launchpad, nightly
+schedule) and UI backfills of partitions. So A/B assignment, resume (skip finished rollouts unless
+`redo_existing`), reference grading and regrading saved submissions mean the same thing whichever door
+started the run. The request is also what a CLI run hands to its observers (and so to the process that
+records it into Dagster), serialized with `model_dump_json`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mimo_core.config import NamedConfig, assign_config
+from mimo_core.config_checks import check_templates_fit
+from mimo_core.datasets.base import Task
+from mimo_core.datasets.requirements import check_runnable
+from mimo_core.errors import ConfigError
+from mimo_core.results import RESULTS_FILE, ResultsStore
+from mimo_core.rollout import GT, RolloutJob
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+class Selection(BaseModel):
+    """Which rows run, applied in this order: filter (regex on instance ids), seeded shuffle, slice.
+    `partitions` instead names exact (instance, config) pairs, as a Dagster backfill selects them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    filter: str | None = None
+    shuffle: bool = False
+    slice: str | None = None
+    seed: int = Field(default=0, description="seed of the shuffle and of the A/B config assignment")
+    partitions: list[tuple[str, str]] | None = None
+
+
+class RunRequest(BaseModel):
+    """A dataset × config set to run, as a command line or a Dagster run config states it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(description="JSONL/parquet file, Harbor folder, local HF folder or hub name")
+    split: str | None = None
+    selection: Selection = Field(default_factory=Selection)
+    configs: list[str] = Field(description="config files; several = one per instance at random (A/B)")
+    # May carry keys (a model endpoint's api_key): never serialized, so never in a log or a pipe.
+    overrides: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
+    num_rollouts: int = Field(default=1, ge=1, description="K independent rollouts per instance")
+    redo_existing: bool = False
+    recalc: str | None = Field(default=None, description="None: run the agent; 'gt': grade the reference "
+                                                          "solutions; else an earlier output folder to regrade")
+    output_dir: Path = Field(description="the run's output folder: results.jsonl and one folder per rollout")
+    run_id: str = Field(default_factory=new_run_id)
+
+
+@dataclass
+class RunPlan:
+    """The selected rows, the loaded configs, and the rollouts still to do."""
+
+    tasks: list[Task]
+    configs: list[NamedConfig]
+    jobs: list[RolloutJob]
+    skipped: int  # rollouts left out because they already finished (resume)
+
+
+def plan_run(
+    request: RunRequest, tasks: list[Task] | None = None, configs: list[NamedConfig] | None = None,
+) -> RunPlan:
+    """The rollout jobs of a request. `tasks` (all rows, before selection) and `configs` are loaded from
+    the request when not given; a caller that already holds them (to register them, to warm models, or
+    rows kept by Dagster) passes them in."""
+    if configs is None:
+        from mimo_core.config import load_configs
+
+        configs = load_configs(request.configs, request.overrides)
+    if tasks is None:
+        from mimo_core.datasets.loader import load_tasks
+
+        tasks = load_tasks(request.dataset, request.split)
+    sel = request.selection
+    selected = select(sel, tasks)
+    if request.recalc is None:
+        check_templates_fit(configs, selected)
+    if request.recalc not in (None, GT):
+        jobs = regrade_jobs(Path(request.recalc), selected, configs, request.output_dir, request.run_id,
+                            sel.seed, only=sel.partitions)
+    else:
+        jobs = [RolloutJob(task=task, config=config, rollout_index=k, output_dir=request.output_dir,
+                           run_id=request.run_id, recalc=request.recalc)
+                for task, config in _assignments(selected, configs, sel) for k in range(request.num_rollouts)]
+    todo = _not_finished(jobs, request.output_dir, request.redo_existing)
+    check_runnable((j.task, j.config) for j in todo)
+    return RunPlan(selected, configs, todo, len(jobs) - len(todo))
+
+
+def _not_finished(jobs: list[RolloutJob], output_dir: Path, redo_existing: bool) -> list[RolloutJob]:
+    """Resume: a rollout is done once its results.jsonl line is there (and, for one that failed through
+    its input's fault, only while that input is unchanged)."""
+    if redo_existing:
+        return jobs
+    finished = ResultsStore(output_dir).finished({j.key: j.input_fingerprint for j in jobs})
+    return [j for j in jobs if j.key not in finished]
+
+
+def select(sel: Selection, tasks: list[Task]) -> list[Task]:
+    """The rows a selection keeps, in the order they will run."""
+    if sel.partitions is not None:
+        wanted = {i for i, _ in sel.partitions}
+        return [t for t in tasks if t.instance_id in wanted]
+    from mimo_core.datasets.loader import select_tasks
+
+    return select_tasks(tasks, sel.slice, sel.filter, sel.shuffle, sel.seed)
+
+
+def _assignments(
+    tasks: list[Task], configs: list[NamedConfig], sel: Selection,
+) -> Iterable[tuple[Task, NamedConfig]]:
+    """A/B: each row gets one config at random (seeded); named partitions get exactly their config."""
+    if sel.partitions is None:
+        for task in tasks:
+            yield task, assign_config(task.instance_id, configs, sel.seed)
+        return
+    by_id = {t.instance_id: t for t in tasks}
+    by_name = {c.name: c for c in configs}
+    for instance_id, config_name in sel.partitions:
+        if instance_id not in by_id:
+            raise ConfigError(f"partition {config_name}|{instance_id}: no row with instance_id {instance_id!r}")
+        if config_name not in by_name:
+            raise ConfigError(f"partition {config_name}|{instance_id}: no config named {config_name!r}")
+        yield by_id[instance_id], by_name[config_name]
+
+
+def regrade_jobs(
+    source: Path, tasks: list[Task], configs: list[NamedConfig], output_dir: Path, run_id: str, seed: int = 0,
+    only: Iterable[tuple[str, str]] | None = None,
+) -> list[RolloutJob]:
+    """Regrade the submissions an earlier run saved in `source`, under that run's config names (so A/B
+    stays A/B); the sandbox settings come from the config given now (by name, else the A/B pick).
+    `only` limits it to some (instance, config) pairs."""
+    if not (source / RESULTS_FILE).exists():
+        raise ConfigError(f"--recalc-input {source}: no {RESULTS_FILE} there (expected an earlier -o folder)")
+    if source.resolve() == output_dir.resolve():
+        raise ConfigError("--recalc-input DIR must differ from -o: a recalc writes new rollout folders")
+    wanted = set(only) if only is not None else None
+    by_name = {c.name: c for c in configs}
+    by_id = {t.instance_id: t for t in tasks}
+    jobs = []
+    for (instance_id, config_name, k), rec in sorted(ResultsStore(source).finished().items()):
+        task = by_id.get(instance_id)
+        if task is None or (wanted is not None and (instance_id, config_name) not in wanted):
+            continue
+        traj = source / rec.output_dir / "traj.json"
+        try:
+            submission = json.loads(traj.read_text()).get("submission")
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"--recalc-input: cannot read {traj}: {e}") from None
+        chosen = by_name.get(config_name) or assign_config(instance_id, configs, seed)
+        config = NamedConfig(name=config_name, path=chosen.path, config=chosen.config)
+        jobs.append(RolloutJob(task=task, config=config, rollout_index=k, output_dir=output_dir, run_id=run_id,
+                               recalc=str(source), recalc_submission=submission or ""))
+    return jobs
