@@ -116,6 +116,11 @@ def _rows_with_and_without_hint(folder: Path) -> Path:
     return path
 
 
+def _plan(tasks: list, config_path: Path, out: Path, run_id: str) -> list:
+    request = RunRequest(dataset="", configs=[str(config_path)], output_dir=out, run_id=run_id)
+    return plan_run(request, tasks, [load_config(config_path)]).jobs
+
+
 def test_row_specific_config_error_is_reported_once_and_rerun_only_after_the_config_changes(
     tmp_path: Path, scripted_llm, monkeypatch
 ) -> None:
@@ -126,13 +131,13 @@ def test_row_specific_config_error_is_reported_once_and_rerun_only_after_the_con
     tasks = load_tasks(str(_rows_with_and_without_hint(tmp_path)))
     out = tmp_path / "out"
     config_path = write_config(tmp_path, "cfg", instance_template="{{ task }} Hint: {{ hint }}")
-    records = {r.instance_id: r for r in run_jobs(plan_run(RunRequest(dataset="", configs=[], output_dir=out, run_id="r1"), tasks, [load_config(config_path)]).jobs)}
+    records = {r.instance_id: r for r in run_jobs(_plan(tasks, config_path, out, "r1"))}
     bad = records["no-hint"]
     assert (bad.exit_status, bad.infra_error, bad.reward) == (ExitStatus.CONFIG_ERROR, False, None)
     assert "hint" in (bad.error or "") and records["with-hint"].exit_status == ExitStatus.SUBMITTED
-    assert plan_run(RunRequest(dataset="", configs=[], output_dir=out, run_id="r2"), tasks, [load_config(config_path)]).jobs == []  # same input: not retried
+    assert _plan(tasks, config_path, out, "r2") == []  # same input: not retried
     write_config(tmp_path, "cfg", instance_template="{{ task }} Hint: {{ hint | default('none') }}")
-    [again] = plan_run(RunRequest(dataset="", configs=[], output_dir=out, run_id="r3"), tasks, [load_config(config_path)]).jobs
+    [again] = _plan(tasks, config_path, out, "r3")
     assert again.task.instance_id == "no-hint"
     [fixed] = run_jobs([again])
     assert fixed.exit_status == ExitStatus.SUBMITTED and ResultsStore(out).load()[again.key].run_id == "r3"

@@ -73,7 +73,8 @@ def test_a_crashing_verifier_gives_traj_and_results_the_same_status(tmp_path: Pa
                                 "eval_script": CRASHING_VERIFIER, "problem_statement": "Say goodbye."}) + "\n")
     out = tmp_path / "out"
     config = load_config(write_config(tmp_path, "cfg"))
-    [record] = run_jobs(plan_run(RunRequest(dataset="", configs=[], output_dir=out, run_id="run-crash"), load_tasks(str(data)), [config]).jobs)
+    request = RunRequest(dataset=str(data), configs=[config.path], output_dir=out, run_id="run-crash")
+    [record] = run_jobs(plan_run(request, load_tasks(str(data)), [config]).jobs)
     traj = read_trajectory(out / record.output_dir / "traj.json")
     assert record.exit_status == traj.exit_status == ExitStatus.GRADING_ERROR
     assert record.error == traj.error and "verifier crashed" in (record.error or "")
