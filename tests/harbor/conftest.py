@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mimo_core.batch import plan_jobs, run_jobs
-from mimo_core.config import load_config
+from mimo_core.batch import run_jobs
 from mimo_core.datasets.harbor import convert_task
-from mimo_core.datasets.loader import load_tasks
+from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultRecord
 from tests.core.conftest import SECRET, base_url
 
@@ -119,7 +118,9 @@ def run_rollout(tmp_path: Path, scripted_llm, monkeypatch):  # noqa: ANN201
 
     def run(rows: Path, config: Path, recalc: str | None = None) -> tuple[ResultRecord, Path]:
         out = tmp_path / f"out-{next(counter)}"
-        jobs = plan_jobs(load_tasks(str(rows)), [load_config(config)], 1, out, "run-test", recalc=recalc)
+        request = RunRequest(dataset=str(rows), configs=[str(config)], recalc=recalc, output_dir=out,
+                             run_id="run-test")
+        jobs = plan_run(request).jobs
         [record] = run_jobs(jobs)
         return record, out / record.output_dir
 
