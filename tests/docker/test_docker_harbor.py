@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.batch import plan_jobs, run_jobs
+from mimo_core.batch import run_jobs
 from mimo_core.config import load_config
 from mimo_core.datasets.loader import load_tasks
+from mimo_core.plan import RunRequest, plan_run
 from mimo_core.testing.scripted_llm import call, turns
 from tests.core.conftest import SECRET, base_url
 from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_rows
@@ -32,7 +33,8 @@ def test_strict_collect_in_a_container_matches_the_official_hook(
     name = f"harbor-{uuid.uuid4().hex[:6]}"
     rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", name, image=True))
     config = load_config(write_harbor_config(tmp_path, environment={"environment_class": "docker"}))
-    [record] = run_jobs(plan_jobs(load_tasks(str(rows)), [config], 1, tmp_path / "out", "run-test"))
+    request = RunRequest(dataset=str(rows), configs=[config.path], output_dir=tmp_path / "out", run_id="run-test")
+    [record] = run_jobs(plan_run(request, load_tasks(str(rows)), [config]).jobs)
     assert (record.exit_status, record.reward) == ("submitted", reward), record.error
     extra = json.loads((tmp_path / "out" / record.output_dir / "reward_extra_info.json").read_text())
     assert extra["collect_mode"] == "strict" and extra["verifier_mode"] == "separate"
