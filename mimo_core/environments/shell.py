@@ -191,13 +191,15 @@ class ShellSession:
             marker, timed_out, gone = None, False, True
         finally:
             self._call = None
+        if marker is not None and timed_out:  # again, for a child between fork and redirect the first time
+            self.host.kill_call(nonce, out, stream.pid)
         output = _renumber(self._output(stream, nonce, out, marker is not None), first_line)
         note = ""
         if marker is not None:
             rc, self.cwd = marker
-            if timed_out:  # again, for a child that was between fork and redirect the first time
-                self.host.kill_call(nonce, out, stream.pid)
+            if timed_out:
                 rc = -9
+                self._settle(stream)
             if self.annotate is not None and not timed_out:
                 note = self.annotate(command, rc)
         else:
@@ -216,6 +218,17 @@ class ShellSession:
                         "and options set before are gone]")
         return ShellResult(output=decode_output(output), returncode=rc, timed_out=timed_out, note=note,
                            duration_s=time.monotonic() - start)
+
+    def _settle(self, stream: ShellStream) -> None:
+        """After a timeout, let the shell reap what was killed outside any call: its "Killed" job notices
+        then go to its discarded stderr, not into the next call's output."""
+        nonce = secrets.token_hex(8)
+        self._lines += 1
+        try:
+            stream.send(f"( : ) 2>/dev/null; printf '\\036{nonce} 0 %s\\n' \"$PWD\"\n".encode())
+            self._wait_marker(stream, nonce, "", time.monotonic() + KILL_GRACE)
+        except OSError:
+            pass
 
     def _line(self, command: str, nonce: str, out: str, subshell: bool, env: dict[str, str] | None,
               cwd: str | None) -> str:
