@@ -34,9 +34,18 @@ def run_jobs(
                     on_result(record)
     except BaseException:
         cancel.set()
+        _interrupt_commands()
         for fut in pending:
             fut.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
     return results
+
+
+def _interrupt_commands() -> None:
+    """Kill the commands running in this process's sandboxes now (a `sleep 60` must not hold a stop for a
+    minute); each rollout then sees the cancel at its next step and unwinds through its own cleanup."""
+    from mimo_core.environments.live import interrupt_all
+
+    interrupt_all()

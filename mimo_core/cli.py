@@ -59,15 +59,48 @@ def build_cleanup_parser() -> argparse.ArgumentParser:
 
 
 def _terminate_like_ctrl_c() -> None:
-    """SIGTERM (a scheduler stopping us) takes the Ctrl-C path: rollouts stop, sandboxes are removed."""
+    """SIGTERM (a scheduler stopping us) takes the Ctrl-C path: running commands and model calls are cut
+    short, rollouts record `interrupted` and remove their sandboxes. A second SIGTERM or Ctrl-C stops at
+    once (see `_stop_now`)."""
     import signal
     import threading
 
-    def raise_interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    signals = 0
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal signals
+        signals += 1
+        if signals == 1:
+            raise KeyboardInterrupt
+        _stop_now()
 
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, raise_interrupt)
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+
+
+STOP_NOW_GRACE_S = 2.0  # after a second signal: time the rollouts get to write traj.json and their record
+
+
+def _stop_now() -> NoReturn:
+    """Second signal: kill and remove every sandbox now, give the rollouts a moment to write what they
+    have, and exit without waiting for anything else."""
+    import os
+    import threading
+    import time
+
+    from mimo_core.environments.live import stop_all
+
+    print("\nmimoagent: stopping now (second signal); rerun the command to resume", file=sys.stderr, flush=True)
+    stop_all()
+    deadline = time.monotonic() + STOP_NOW_GRACE_S
+    for t in threading.enumerate():
+        if t.name.startswith("rollout"):
+            t.join(max(deadline - time.monotonic(), 0))
+    stop_all()  # a sandbox a rollout started during the grace period
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,7 @@ from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
 from mimo_core.results import ResultRecord, ResultsStore, write_json
 from mimo_core.rollout_files import RolloutFiles
-from mimo_core.status import UNGRADED_STATUSES, ExitStatus
+from mimo_core.status import INFRA_STATUSES, UNGRADED_STATUSES, ExitStatus
 from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -185,6 +185,8 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
             rec.log_exception(status.value)
         else:
             rec.log(f"{status.value}: {e}")
+        if cancel is not None and cancel.is_set() and status in INFRA_STATUSES:
+            status = ExitStatus.INTERRUPTED  # the stop broke it (a killed command, a removed sandbox)
         failure = (status, str(e) if isinstance(e, MimoError) else f"{type(e).__name__}: {e}")
         if isinstance(e, WorkdirDestroyed):
             grade = e.grade()
