@@ -21,6 +21,7 @@ def run_jobs(
     """Run jobs on a thread pool. On Ctrl-C, running rollouts stop at their next step (status
     `interrupted`, rerun on resume) and clean up their sandboxes before this returns."""
     cancel = cancel or threading.Event()
+    _running.add(cancel)
     results: list[ResultRecord] = []
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="rollout")
     pending: set[Future[ResultRecord]] = {pool.submit(run_one, job, cancel) for job in jobs}
@@ -39,8 +40,20 @@ def run_jobs(
             fut.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
+    finally:
+        _running.discard(cancel)
     pool.shutdown(wait=True)
     return results
+
+
+_running: set[threading.Event] = set()  # the cancel events of the batches running in this process
+
+
+def cancel_all() -> None:
+    """Stop every running batch of this process (from any thread, e.g. a signal handler)."""
+    for cancel in list(_running):
+        cancel.set()
+    _interrupt_commands()
 
 
 def _interrupt_commands() -> None:

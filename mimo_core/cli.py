@@ -89,9 +89,11 @@ def _stop_now() -> NoReturn:
     import threading
     import time
 
+    from mimo_core.batch import cancel_all
     from mimo_core.environments.live import stop_all
 
     print("\nmimoagent: stopping now (second signal); rerun the command to resume", file=sys.stderr, flush=True)
+    cancel_all()  # in case the second signal came before the first one's handling set it
     stop_all()
     deadline = time.monotonic() + STOP_NOW_GRACE_S
     for t in threading.enumerate():
