@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,3 +16,28 @@ def scripted_llm() -> Iterator[ScriptedLLM]:
     """A started scripted endpoint whose model just calls `submit`; tests script it with `.set_responder`."""
     with ScriptedLLM(turns(call("submit"))) as server:
         yield server
+
+
+def _shared_candidates(repo: Path) -> list[Path]:
+    """`shared/` lies beside the checkout (in CI, a copy beside the clone). From a git worktree, also
+    beside the main checkout the worktree belongs to."""
+    found = [repo.parent / "shared"]
+    dot_git = repo / ".git"
+    if dot_git.is_file():  # "gitdir: <main>/.git/worktrees/<name>"
+        gitdir = Path(dot_git.read_text().split(":", 1)[1].strip())
+        found.append(gitdir.parents[2].parent / "shared")
+    return found
+
+
+@pytest.fixture(scope="session")
+def harbor_samples() -> Path:
+    """The DeepSWE Harbor samples in ../shared/harbor-samples. Absent on a developer machine: skip; absent
+    in CI (CI=true), where the copy must be there: fail, so the tests never silently check nothing."""
+    repo = Path(__file__).resolve().parents[1]
+    for shared in _shared_candidates(repo):
+        if (shared / "harbor-samples").is_dir():
+            return shared / "harbor-samples"
+    where = ", ".join(str(c) for c in _shared_candidates(repo))
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"shared/harbor-samples not found (looked in {where}); CI must put shared/ beside the clone")
+    pytest.skip(f"shared/harbor-samples not present (looked in {where})")

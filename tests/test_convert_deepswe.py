@@ -7,11 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
-# shared/ lies beside the checkout (in CI too: a copy beside the clone)
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "harbor-samples"
 
 
 def convert(src: Path, out: Path) -> subprocess.CompletedProcess[str]:
@@ -23,9 +19,8 @@ def rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.mark.skipif(not SAMPLES.is_dir(), reason="DeepSWE samples not present")
-def test_deepswe_samples_convert_with_everything_grading_needs(tmp_path: Path) -> None:
-    proc = convert(SAMPLES, tmp_path / "out.jsonl")
+def test_deepswe_samples_convert_with_everything_grading_needs(tmp_path: Path, harbor_samples: Path) -> None:
+    proc = convert(harbor_samples, tmp_path / "out.jsonl")
     assert proc.returncode == 0, proc.stderr
     out = {r["instance_id"]: r for r in rows(tmp_path / "out.jsonl")}
     assert len(out) == 4

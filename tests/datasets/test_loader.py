@@ -134,9 +134,14 @@ def test_bad_filter_regex_is_a_config_error() -> None:
 
 
 def test_harbor_folder_loads_directly() -> None:
-    tasks = load_tasks("/work/shared/harbor-samples") if Path("/work/shared/harbor-samples").is_dir() else []
     demo = load_tasks(str(Path(__file__).resolve().parents[2] / "examples" / "demo"))
     assert {t.dataset_type for t in demo} == {"deepswe"} and len(demo) == 5
+
+
+def test_deepswe_samples_load_as_deepswe_with_a_separate_verifier(harbor_samples: Path) -> None:
+    tasks = load_tasks(str(harbor_samples))
+    assert len(tasks) == 4
+    assert {t.dataset_type for t in tasks} == {"deepswe"}
     assert all(t.verifier_mode == "separate" for t in tasks)
 
 
