@@ -7,6 +7,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,26 @@ def write_cli_config(folder: Path, name: str, cli: str, protocol: str, environme
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
+
+
+DEAD_REGISTRY = "http://127.0.0.1:9/"  # nothing listens on the discard port: any registry access fails
+
+
+@pytest.fixture(scope="session")
+def claude_payload() -> Path:
+    """Built once per machine through the command users run (kept in the test cache)."""
+    from mimo_core.agents.cli import spec_for
+    from mimo_core.agents.cli.payload import archive_name
+
+    needs_npm()
+    spec = spec_for("claude-code")
+    assert spec is not None
+    out = CACHE / "payloads"
+    target = out / archive_name(spec, spec.default_version)
+    if not target.exists():
+        proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "payload", "build", "--cli", "claude-code",
+                               "-o", str(out)], cwd=REPO, capture_output=True, text=True, timeout=1800,
+                              env={**os.environ, "MIMOAGENT_CACHE_DIR": str(CACHE)})
+        assert proc.returncode == 0, proc.stderr
+        assert str(target) in proc.stdout
+    return target

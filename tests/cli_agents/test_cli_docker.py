@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mimo_core.testing.dockerd import BASE_IMAGE
-from mimo_core.testing.scripted_llm import Reply, turns
-from tests.cli_agents.conftest import leaked_files, recorded_calls, run_cli_rollout
+from mimo_core.testing.scripted_llm import Reply, call, turns
+from tests.cli_agents.conftest import DEAD_REGISTRY, leaked_files, recorded_calls, run_cli_rollout
 from tests.core.conftest import SECRET
 from tests.docker.conftest import docker_client, dockerd  # noqa: F401 - fixtures
 
@@ -37,3 +37,21 @@ def test_cli_agent_runs_in_a_container_without_node_and_passes(
     assert [m.role for m in traj.messages][-3:] == ["assistant", "tool", "assistant"]
     assert len(recorded_calls(rollout, scripted_llm)) == 2
     assert leaked_files(tmp_path / "out", SECRET) == []
+
+
+def test_a_payload_installs_into_a_container_with_no_registry(tmp_path: Path, scripted_llm, dockerd,  # noqa: F811
+                                                             claude_payload: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MIMOAGENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    scripted_llm.set_responder(turns(call("Bash", command=EDIT), Reply(content="done")))
+    record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", image=BASE_IMAGE,
+                                         environment={"environment_class": "docker", "timeout": 120},
+                                         payload_path=str(claude_payload),
+                                         install_env={"NPM_REGISTRY": DEAD_REGISTRY})
+    assert (record.exit_status, record.passed) == ("submitted", True), (rollout / "instance.log").read_text()
+
+
+def test_mini_swe_agent_in_a_container_is_a_config_error(tmp_path: Path, scripted_llm, dockerd) -> None:  # noqa: F811
+    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "mini-swe-agent", "chat", image=BASE_IMAGE,
+                                   environment={"environment_class": "docker", "timeout": 120}, exit_code=None)
+    assert record.exit_status == "config_error" and "environment_class: local" in (record.error or "")

@@ -3,36 +3,13 @@ with an empty cache and a registry that cannot be reached, and passes."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from mimo_core.agents.cli import spec_for
-from mimo_core.agents.cli.payload import archive_name
 from mimo_core.testing.scripted_llm import Reply, call, turns
-from tests.cli_agents.conftest import CACHE, REPO, needs_npm, run_cli_rollout
-
-DEAD_REGISTRY = "http://127.0.0.1:9/"  # nothing listens on the discard port: any registry access fails
-
-
-@pytest.fixture(scope="module")
-def claude_payload() -> Path:
-    """Built once per machine through the command users run (kept in the test cache)."""
-    needs_npm()
-    spec = spec_for("claude-code")
-    assert spec is not None
-    out = CACHE / "payloads"
-    target = out / archive_name(spec, spec.default_version)
-    if not target.exists():
-        proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "payload", "build", "--cli", "claude-code",
-                               "-o", str(out)], cwd=REPO, capture_output=True, text=True, timeout=1800,
-                              env={**os.environ, "MIMOAGENT_CACHE_DIR": str(CACHE)})
-        assert proc.returncode == 0, proc.stderr
-        assert str(target) in proc.stdout
-    return target
+from tests.cli_agents.conftest import DEAD_REGISTRY, REPO, run_cli_rollout
 
 
 def test_a_rollout_installs_from_the_payload_with_no_registry(tmp_path: Path, scripted_llm, claude_payload: Path,

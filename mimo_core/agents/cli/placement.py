@@ -14,7 +14,7 @@ from mimo_core.agents.cli import install, payload
 from mimo_core.agents.cli.spec import CliSpec
 from mimo_core.config import AgentConfig
 from mimo_core.environments.base import Environment
-from mimo_core.errors import SandboxError
+from mimo_core.errors import ConfigError, SandboxError
 
 IN_SANDBOX_ROOT = "/opt/mimoagent-cli"
 
@@ -39,6 +39,9 @@ def place(env: Environment, host_dir: Path, spec: CliSpec, version: str) -> str:
     """The install's path as the sandbox sees it."""
     if shares_host_files(env):
         return str(host_dir)
+    if spec.ecosystem == "pypi":
+        raise ConfigError(f"agent.type {spec.name}: its install is a virtualenv of this host's Python, which a "
+                          "container does not have; run it with environment_class: local")
     target = f"{IN_SANDBOX_ROOT}/{spec.name}-{version}"
     if env.execute(f"test -x {shlex.quote(target)}/bin/{spec.name}", timeout=60).returncode == 0:
         return target
