@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mimo_core.environments import docker_registry, live
 from mimo_core.environments.base import ExecResult, SandboxSpec
-from mimo_core.environments.docker_shell import open_shell
+from mimo_core.environments.docker_shell import kill_script, open_shell
 from mimo_core.environments.docker_streams import MAX_CAPTURE, FrameReader, link_target, spool
 from mimo_core.environments.shell import ShellSession, ShellStream
 from mimo_core.errors import SandboxError
@@ -251,13 +251,11 @@ class DockerEnvironment:
             except Exception:
                 pass
 
-    def _kill(self, marker: str, name: str = "MIMO_EXEC_ID") -> None:
-        """SIGKILL every process of one exec: all of them carry its marker in their environment."""
-        needle = shlex.quote(f"{name}={marker}")
-        script = (f"for r in 1 2 3 4 5; do k=0; for p in /proc/[0-9]*; do grep -qsF {needle} $p/environ && "
-                  "kill -9 ${p#/proc/} 2>/dev/null && k=1; done; [ $k = 0 ] && break; done; true")
+    def _kill(self, marker: str, name: str = "MIMO_EXEC_ID", holding: str = "", spare: str = "") -> None:
+        """SIGKILL every process carrying `name=marker` in its environment (or holding `holding` open)."""
         try:
-            self.container.exec_run(["sh", "-c", script], environment={"MIMO_KILLER": "1"})
+            self._require().exec_run(["sh", "-c", kill_script(f"{name}={marker}", holding, spare)],
+                                     environment={"MIMO_KILLER": "1"})
         except Exception:
             pass  # the container is gone: the caller will find out on its next call
 
@@ -282,19 +280,7 @@ class DockerEnvironment:
         return open_shell(self.client, self._require(), cwd)
 
     def kill_call(self, nonce: str, out: str, shell_pid: str) -> None:
-        """The call's processes: the marker in their environment, or its output file open (a subshell
-        that never exec'd); the shell itself is spared."""
-        needle, q_out = shlex.quote(f"MIMO_CALL={nonce}"), shlex.quote(out)
-        spare = shell_pid if shell_pid.isdigit() else "0"
-        script = (f"for r in 1 2 3 4 5; do k=0; for p in /proc/[0-9]*; do i=${{p#/proc/}}; "
-                  f"[ $i = 1 ] || [ $i = {spare} ] || [ $i = $$ ] && continue; h=0; "
-                  f"grep -qsF {needle} $p/environ && h=1; "
-                  f"[ $h = 0 ] && [ -e {q_out} ] && for f in $p/fd/*; do [ $f -ef {q_out} ] && h=1 && break; done; "
-                  "[ $h = 1 ] && kill -9 $i 2>/dev/null && k=1; done; [ $k = 0 ] && break; done; true")
-        try:
-            self._require().exec_run(["sh", "-c", script], environment={"MIMO_KILLER": "1"})
-        except Exception:
-            pass
+        self._kill(nonce, "MIMO_CALL", out, shell_pid)
 
     def read_output(self, path: str) -> bytes:
         q = shlex.quote(path)

@@ -105,3 +105,17 @@ def open_shell(client: Any, container: Any, cwd: str) -> DockerShellStream:
     stream = DockerShellStream(container, sock)
     stream.pid = stream.read_line(_OPEN_TIMEOUT).strip()
     return stream
+
+
+def kill_script(needle: str, holding: str = "", spare: str = "") -> str:
+    """`sh` code that SIGKILLs every process of the container whose environment holds `needle` or that
+    holds the file `holding` open (a subshell that never exec'd), sparing PID 1, `spare` (the shell) and
+    itself; scanned again while a pass found something, so the killed are gone when it returns."""
+    q_needle, q_out = shlex.quote(needle), shlex.quote(holding)
+    spare = spare if spare.isdigit() else "0"
+    fds = (f"[ $h = 0 ] && [ -e {q_out} ] && for f in $p/fd/*; do [ $f -ef {q_out} ] && h=1 && break; done; "
+           if holding else "")
+    return (f"for r in 1 2 3 4 5; do k=0; for p in /proc/[0-9]*; do i=${{p#/proc/}}; "
+            f"[ $i = 1 ] || [ $i = {spare} ] || [ $i = $$ ] && continue; h=0; "
+            f"grep -qsF {q_needle} $p/environ && h=1; {fds}"
+            "[ $h = 1 ] && kill -9 $i 2>/dev/null && k=1; done; [ $k = 0 ] && break; done; true")
