@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from mimo_core.disk import DiskFull
 from mimo_core.errors import MimoError
 
 EXIT_BAD_INPUT = 2
 EXIT_ALL_INFRA = 3  # every rollout this run ran ended in an infrastructure error (nothing was graded)
+EXIT_DISK_FULL = 4  # the disk filled up mid-run: stopped, finished rollouts kept
 
 
 class _Parser(argparse.ArgumentParser):
@@ -116,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 
             return payload_build(argv[2:], _Parser)
         return _run(build_parser().parse_args(argv))
+    except DiskFull as e:
+        print(f"mimoagent: error: {e}", file=sys.stderr)
+        return EXIT_DISK_FULL
     except MimoError as e:
         print(f"mimoagent: error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

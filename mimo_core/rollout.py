@@ -26,6 +26,7 @@ from mimo_core.blame import WorkdirDestroyed, check_workdir
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.datasets.requirements import agent_deadline, keep_verifier_evidence, preflight, with_task_limits
+from mimo_core.disk import disk_full, is_disk_full
 from mimo_core.environments.base import Environment, SandboxSpec, make_environment
 from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.grade import Grade
@@ -135,20 +136,25 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     work = final.with_name(f"{final.name}.attempt-{job.run_id}") if redo else final
     kept = 0 if redo else keep_failed_attempt(final, job.run_id)
     work.mkdir(parents=True, exist_ok=True)
-    rec = RolloutFiles(work)
     try:
-        record = _run(job, work, rec, cancel)
-    finally:
-        rec.close()
-    record.attempts = kept + 1
-    if redo:
-        replaced = final.with_name(f"{final.name}.replaced-{job.run_id}")
-        os.rename(final, replaced)
-        os.rename(work, final)
-        ResultsStore(job.output_dir).put(record)
-        shutil.rmtree(replaced, ignore_errors=True)
-    else:
-        ResultsStore(job.output_dir).put(record)
+        rec = RolloutFiles(work)
+        try:
+            record = _run(job, work, rec, cancel)
+        finally:
+            rec.close()
+        record.attempts = kept + 1
+        if redo:
+            replaced = final.with_name(f"{final.name}.replaced-{job.run_id}")
+            os.rename(final, replaced)
+            os.rename(work, final)
+            ResultsStore(job.output_dir).put(record)
+            shutil.rmtree(replaced, ignore_errors=True)
+        else:
+            ResultsStore(job.output_dir).put(record)
+    except OSError as e:
+        if is_disk_full(e):
+            raise disk_full(e, f"rollout {job.rel_dir}") from None
+        raise
     return record
 
 
@@ -180,6 +186,8 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
             keep_verifier_evidence(grade, rollout_dir)
             timings.grading_s = time.monotonic() - t2
     except Exception as e:  # a rollout's failure must not take the whole batch down; the record says why
+        if is_disk_full(e):
+            raise disk_full(e, f"rollout {job.rel_dir}") from None
         status = status_of(e)
         if status in (ExitStatus.INTERNAL_ERROR, ExitStatus.ENVIRONMENT_ERROR):
             rec.log_exception(status.value)
