@@ -20,6 +20,7 @@ whole rollout (see bwrap.py): its persistent shells and every `execute`.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import select
@@ -45,7 +46,7 @@ from mimo_core.environments.local_procs import (
     popen_stream,
     read_capture,
 )
-from mimo_core.environments.shell import ShellSession, ShellStream, decode_output
+from mimo_core.environments.shell import ShellResult, ShellSession, ShellStream, decode_output
 from mimo_core.environments.task_cwd import missing_cwd_note, sandbox_path
 from mimo_core.environments.tool_path import tool_path
 from mimo_core.errors import SandboxError
@@ -204,7 +205,7 @@ class LocalEnvironment:
         timeout = self.spec.timeout if timeout is None else timeout
         workdir = self._host_path(cwd) if cwd else self.spec.cwd
         if self._bwrap is not None:
-            r = self.shell("exec").run(command, timeout, subshell=True, env=env, cwd=self._inside(workdir))
+            r = self._execute_in_sandbox(command, timeout, env, self._inside(workdir))
             return ExecResult(output=r.output + (r.note and r.note + "\n"), returncode=r.returncode,
                               timed_out=r.timed_out, duration_s=r.duration_s)
         call = secrets.token_hex(8)
@@ -230,6 +231,15 @@ class LocalEnvironment:
         output += missing_cwd_note(command, returncode, self.task_cwd, self.spec.cwd)
         return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
                           duration_s=time.monotonic() - start)
+
+    def _execute_in_sandbox(self, command: str, timeout: float, env: dict[str, str] | None,
+                            cwd: str) -> ShellResult:
+        """A subshell of the sandbox's first idle `exec` shell (commands from two threads run side by side)."""
+        for i in itertools.count():
+            result = self.shell(f"exec{i or ''}").try_run(command, timeout, subshell=True, env=env, cwd=cwd)
+            if result is not None:
+                return result
+        raise AssertionError("unreachable")
 
     # -- files -------------------------------------------------------------------------------------
 

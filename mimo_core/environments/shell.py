@@ -175,6 +175,16 @@ class ShellSession:
         with self._lock:
             return self._run(command, timeout, subshell, env, cwd)
 
+    def try_run(self, command: str, timeout: float, subshell: bool = False,
+                env: dict[str, str] | None = None, cwd: str | None = None) -> ShellResult | None:
+        """`run`, or None at once if another thread's call is in progress (then use another session)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._run(command, timeout, subshell, env, cwd)
+        finally:
+            self._lock.release()
+
     def _run(self, command: str, timeout: float, subshell: bool, env: dict[str, str] | None,
              cwd: str | None) -> ShellResult:
         start = time.monotonic()

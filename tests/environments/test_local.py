@@ -7,6 +7,7 @@ import socket
 import stat
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -239,3 +240,16 @@ def test_bwrap_environments_are_isolated_from_each_other(make_env: MakeEnv, host
     result = a.execute(f"cat {b.spec.cwd}/mine.txt; echo x > {b.spec.cwd}/from_a.txt")
     assert "b" not in result.output.split()
     assert not Path(b.spec.cwd, "from_a.txt").exists()
+
+
+@needs_bwrap
+def test_bwrap_commands_from_two_threads_run_side_by_side(make_env: MakeEnv) -> None:
+    """One sandbox, yet a long command in one thread does not hold up another thread's command."""
+    env = make_env(sandbox="bwrap")
+    with ThreadPoolExecutor(2) as pool:
+        slow = pool.submit(env.execute, "sleep 2; echo slow", 10)
+        time.sleep(0.3)
+        start = time.monotonic()
+        assert env.execute("echo quick").output == "quick\n"
+        assert time.monotonic() - start < 1.5
+        assert slow.result().output == "slow\n"
