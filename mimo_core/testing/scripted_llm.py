@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -110,6 +111,15 @@ class _Injection:
     content_type: str = "application/json"
 
 
+def random_fault(rng: random.Random, hang_s: float) -> _Injection:
+    kind = rng.choice(("500", "429", "html", "hang"))
+    if kind == "html":
+        return _Injection(200, 1, None, None, 0.0, None, b"<html><body>502 Bad Gateway</body></html>", "text/html")
+    if kind == "hang":
+        return _Injection(0, 1, None, None, hang_s, None)
+    return _Injection(int(kind), 1, 0.01 if kind == "429" else None, None, 0.0, None)
+
+
 class ScriptedLLM:
     """A threaded HTTP server answering with the replies a responder picks. Use as a context manager."""
 
@@ -123,6 +133,7 @@ class ScriptedLLM:
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._injections: list[_Injection] = []
+        self._chaos: tuple[random.Random, float, float] | None = None
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -173,8 +184,17 @@ class ScriptedLLM:
         with self._lock:
             self._injections.append(_Injection(status, times, retry_after, body, delay, headers, raw, content_type))
 
+    def chaos(self, rate: float, seed: int = 0, hang_s: float = 2.0) -> None:
+        """Fail a random `rate` of requests (seeded) with a 500, a 429, an HTML page with status 200, or a
+        hang of `hang_s` (past a short client timeout): the soak test's and the bench's fault mix."""
+        self._chaos = (random.Random(seed), rate, hang_s)
+
     def _take_injection(self) -> _Injection | None:
         with self._lock:
+            if self._chaos is not None:
+                rng, rate, hang = self._chaos
+                if rng.random() < rate:
+                    return random_fault(rng, hang)
             if not self._injections:
                 return None
             inj = self._injections[0]
