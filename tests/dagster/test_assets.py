@@ -35,22 +35,37 @@ def _count(instance: DagsterInstance, key: str) -> int:
     return len(instance.fetch_materializations(AssetKey(key), limit=1000).records)
 
 
-def test_partitions_materialize_in_one_run_then_regrade_then_analytics(tmp_path: Path, instance) -> None:
+def _register_inputs(tmp_path: Path, instance: DagsterInstance) -> None:
+    """4 instances, configs `good` (passes) and `bad` (fails), registered through their assets."""
     data = write_tasks(tmp_path, 4)
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
     _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
          run_config={"ops": {"load_dataset": {"config": {"source": str(data)}}}})
-    assert sorted(instance.get_dynamic_partitions("instance")) == [f"greet-{i}" for i in range(4)]
     _run(instance, [AssetKey("config_files")],
          run_config={"ops": {"config_files": {"config": {"paths": [str(good), str(bad)]}}}})
-    assert sorted(instance.get_dynamic_partitions("config")) == ["bad", "good"]
 
-    # What a single-run backfill launches: one run over a partition range, rollouts concurrent inside.
+
+def _backfill(instance: DagsterInstance) -> None:
+    """What a single-run backfill launches (one run over a partition range, K=2 rollouts concurrent
+    inside), then one more partition under the other config."""
     _run(instance, ROLLOUT_KEYS, tags={"dagster/asset_partition_range_start": "good|greet-0",
                                        "dagster/asset_partition_range_end": "good|greet-3"},
          run_config={"ops": {"rollouts": {"config": {"num_rollouts": 2, "workers": 4}}}})
     _run(instance, ROLLOUT_KEYS, partition_key="bad|greet-1")
-    assert len(instance.get_runs()) == 4
+
+
+def test_loading_inputs_registers_instance_and_config_partitions(tmp_path: Path, instance) -> None:
+    _register_inputs(tmp_path, instance)
+    assert sorted(instance.get_dynamic_partitions("instance")) == [f"greet-{i}" for i in range(4)]
+    assert sorted(instance.get_dynamic_partitions("config")) == ["bad", "good"]
+
+
+def test_a_partition_range_materializes_in_one_run_and_a_regrade_adds_graded_results_only(
+    tmp_path: Path, instance,
+) -> None:
+    _register_inputs(tmp_path, instance)
+    _backfill(instance)
+    assert len(instance.get_runs()) == 4  # 2 input runs, 1 for the whole range, 1 for the single partition
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
         "good|greet-0", "good|greet-1", "good|greet-2", "good|greet-3", "bad|greet-1"}
     mat = instance.fetch_materializations(AssetKey("rollouts"), limit=10).records[-1].asset_materialization
@@ -59,6 +74,10 @@ def test_partitions_materialize_in_one_run_then_regrade_then_analytics(tmp_path:
     _run(instance, [AssetKey("graded_results")], partition_key="bad|greet-1")  # regrade only
     assert (_count(instance, "rollouts"), _count(instance, "graded_results")) == (5, 6)
 
+
+def test_analytics_and_checks_over_graded_partitions(tmp_path: Path, instance) -> None:
+    _register_inputs(tmp_path, instance)
+    _backfill(instance)
     result = _run(instance, [AssetKey(k) for k in ("results_table", "pass_rates", "pass_at_k", "ab_comparison",
                                                      "usage_by_config", "exit_statuses")])
     checks = {e.asset_check_key.name: e.passed for e in result.get_asset_check_evaluations()}
@@ -69,10 +88,15 @@ def test_partitions_materialize_in_one_run_then_regrade_then_analytics(tmp_path:
     assert "| good | 2 | 4 | 1.000 |" in _latest_meta(instance, "pass_at_k")["table"]
     assert _latest_meta(instance, "results_table")["rows"] == 9
 
-    table = Path(_latest_meta(instance, "results_table")["path"])
+
+def test_a_trajectory_that_no_longer_validates_fails_its_check(tmp_path: Path, instance) -> None:
+    _register_inputs(tmp_path, instance)
+    _run(instance, ROLLOUT_KEYS, partition_key="good|greet-0")
+    result = _run(instance, [AssetKey("results_table")])
+    assert {e.asset_check_key.name: e.passed for e in result.get_asset_check_evaluations()}["trajectories_validate"]
     import polars as pl
 
-    broken = pl.read_parquet(table)["traj_path"][0]
+    broken = pl.read_parquet(Path(_latest_meta(instance, "results_table")["path"]))["traj_path"][0]
     Path(broken).write_text(json.dumps({"schema_version": "1.0"}))
     result = _run(instance, [AssetKey("results_table")])
     checks = {e.asset_check_key.name: e.passed for e in result.get_asset_check_evaluations()}
