@@ -41,34 +41,50 @@ def test_pass_at_k_is_the_unbiased_estimator() -> None:
         stats.pass_at_k(5, 1, 6)
 
 
-def test_analytics_over_two_runs_of_results(tmp_path: Path) -> None:
+@pytest.fixture
+def two_runs(tmp_path: Path) -> pl.DataFrame:
+    """Config A in one run folder, B in another; i1-i3 ran under both, i4 only under A (one rollout an
+    infra error), i5 only under B."""
     a, b = tmp_path / "run-a", tmp_path / "run-b"
     _write(a, "A", {"i1": [True, False], "i2": [False, False], "i3": [True, True], "i4": [None, True]})
     _write(b, "B", {"i1": [True, True], "i2": [True, False], "i3": [False, False], "i5": [True, True]})
-    df = frame_from_run_dirs([a, b])
-    assert df.height == 16 and df["traj_path"][0].endswith("traj.json")
+    return frame_from_run_dirs([a, b])
 
-    rates = {r["config_name"]: r for r in stats.pass_rate_by_config(df).iter_rows(named=True)}
-    assert (rates["A"]["rollouts"], rates["A"]["passed"]) == (7, 4)  # the infra error is left out
+
+def test_results_frame_has_every_record_of_every_run_folder(two_runs: pl.DataFrame) -> None:
+    assert two_runs.height == 16 and two_runs["traj_path"][0].endswith("traj.json")
+
+
+def test_pass_rate_per_config_leaves_infra_errors_out(two_runs: pl.DataFrame) -> None:
+    rates = {r["config_name"]: r for r in stats.pass_rate_by_config(two_runs).iter_rows(named=True)}
+    assert (rates["A"]["rollouts"], rates["A"]["passed"]) == (7, 4)
     assert rates["B"]["pass_rate"] == pytest.approx(5 / 8)
     assert rates["A"]["ci_low"] < rates["A"]["pass_rate"] < rates["A"]["ci_high"]
 
-    pak = stats.pass_at_k_by_config(df)
-    a2 = pak.filter((pl.col("config_name") == "B") & (pl.col("k") == 2))["pass_at_k"][0]
-    assert a2 == pytest.approx((1 + 1 + 0 + 1) / 4)
+
+def test_pass_at_k_per_config_goes_up_to_the_rollouts_every_instance_has(two_runs: pl.DataFrame) -> None:
+    pak = stats.pass_at_k_by_config(two_runs)
+    b2 = pak.filter((pl.col("config_name") == "B") & (pl.col("k") == 2))["pass_at_k"][0]
+    assert b2 == pytest.approx((1 + 1 + 0 + 1) / 4)
     assert pak.filter(pl.col("config_name") == "A")["k"].to_list() == [1]  # i4 has one scored rollout
 
-    ab = stats.paired_comparison(df, "A", "B")
+
+def test_paired_comparison_uses_shared_instances_and_names_flips(two_runs: pl.DataFrame) -> None:
+    ab = stats.paired_comparison(two_runs, "A", "B")
     assert ab["shared_instances"] == 3  # i1, i2, i3: i4 and i5 ran under one config only
     assert ab["difference"] == pytest.approx(((1 - 0.5) + (0.5 - 0) + (0 - 1)) / 3)
     assert ab["ci_low"] < ab["difference"] < ab["ci_high"]
     assert ab["flipped_to_pass"] == ["i2"] and ab["flipped_to_fail"] == ["i3"]
 
-    usage = stats.usage_by_config(df).filter(pl.col("config_name") == "A").row(0, named=True)
+
+def test_usage_and_exit_statuses_per_config(two_runs: pl.DataFrame) -> None:
+    usage = stats.usage_by_config(two_runs).filter(pl.col("config_name") == "A").row(0, named=True)
     assert usage["tokens_total"] == 8 * 110 and usage["cost_total"] == pytest.approx(0.08)
-    exits = stats.exit_statuses_by_config(df).filter(pl.col("config_name") == "A").row(0, named=True)
+    exits = stats.exit_statuses_by_config(two_runs).filter(pl.col("config_name") == "A").row(0, named=True)
     assert exits == {"config_name": "A", "model_error": 1, "submitted": 7}
 
-    md = stats.to_markdown(stats.pass_rate_by_config(df))
+
+def test_pass_rates_render_as_markdown_and_a_png(two_runs: pl.DataFrame) -> None:
+    md = stats.to_markdown(stats.pass_rate_by_config(two_runs))
     assert md.splitlines()[0].startswith("| config_name |") and "| A |" in md
-    assert pass_rate_png(stats.pass_rate_by_config(df)).startswith(b"\x89PNG")
+    assert pass_rate_png(stats.pass_rate_by_config(two_runs)).startswith(b"\x89PNG")
