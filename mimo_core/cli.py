@@ -215,7 +215,7 @@ def _warm_models(configs: list[Any]) -> None:
             if c.config.agent.type == "default":
                 try:
                     shared_model(c.config.model)
-                except Exception:  # noqa: BLE001 - the rollout that needs the model reports it properly
+                except Exception:
                     pass
 
     # Not a daemon: an early error exit waits for the imports to finish, since interpreter shutdown

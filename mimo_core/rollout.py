@@ -27,7 +27,15 @@ from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.datasets.requirements import agent_deadline, keep_verifier_evidence, preflight, with_task_limits
 from mimo_core.disk import disk_full, is_disk_full
-from mimo_core.environments.base import Environment, SandboxSpec, make_environment
+from mimo_core.environments.base import (
+    LABEL_CONFIG,
+    LABEL_INSTANCE,
+    LABEL_ROLLOUT,
+    LABEL_RUN_ID,
+    Environment,
+    SandboxSpec,
+    make_environment,
+)
 from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
@@ -106,8 +114,8 @@ class _Sandboxes:
         job = self.job
         spec = spec.model_copy(deep=True)
         spec.labels = {
-            **spec.labels, "mimoagent.run_id": job.run_id, "mimoagent.instance": job.task.instance_id,
-            "mimoagent.config": job.config.name, "mimoagent.rollout": str(job.rollout_index),
+            **spec.labels, LABEL_RUN_ID: job.run_id, LABEL_INSTANCE: job.task.instance_id,
+            LABEL_CONFIG: job.config.name, LABEL_ROLLOUT: str(job.rollout_index),
         }
         env = make_environment(job.config.config.environment, spec)
         self.started.append(env)
@@ -234,8 +242,6 @@ def _act(
             result = agent.run(job.task, env, rec)
         if result.exit_status in UNGRADED_STATUSES:
             return result, None
-        if result.submission is not None:
-            return result, result.submission
         try:
             return result, dtype.collect_submission(env, job.task)
         except SandboxError:

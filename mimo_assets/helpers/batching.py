@@ -71,7 +71,7 @@ def batches(source: Iterable[T], max_size: int = MAX_BATCH) -> Iterator[list[T]]
 def _step_context(context: Any) -> Any:
     """The step context behind an op or asset context (Dagster's event constructors take it)."""
     op_context = getattr(context, "op_execution_context", context)
-    return op_context._step_execution_context  # noqa: SLF001 - the only handle DagsterEvent.* accept
+    return op_context._step_execution_context
 
 
 def log_batch(context: OpExecutionContext | Any, events: list[AssetMaterialization | AssetMaterializationFailure],

@@ -24,7 +24,6 @@ class AgentResult(BaseModel):
     steps: int = 0
     usage: Usage = Field(default_factory=Usage)
     cost: float = 0.0
-    submission: str | None = None  # set by agents whose result is not the working tree (e.g. a judge)
 
 
 class AgentContext(Protocol):

@@ -43,7 +43,7 @@ _DEFAULTS = AgentConfig()
 class JudgeAgent(DefaultAgent):
     """The default loop with the rubric and the verdict format added to the template variables."""
 
-    def __init__(self, items: list[RubricItem], *args, **kwargs):  # noqa: ANN002, ANN003
+    def __init__(self, items: list[RubricItem], *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.items = items
 

@@ -121,7 +121,7 @@ class DeepSWEDatasetType(RepoDatasetType):
         return any(name in (v if isinstance(v, str) else str(v.get("content", "")))
                    for v in task.test_files.values())
 
-    def _verifier_spec(self, env: Environment, task: DeepSWETask):  # noqa: ANN202
+    def _verifier_spec(self, env: Environment, task: DeepSWETask):
         spec = env.spec.model_copy(deep=True)
         spec.cwd = env.spec.labels.get(TASK_CWD_LABEL, self.task_cwd(task))
         spec.timeout = task.verifier_timeout_sec

@@ -13,6 +13,13 @@ if TYPE_CHECKING:
     from mimo_core.config import EnvironmentConfig
 
 
+# The labels every sandbox carries (SandboxSpec.labels): what cleanup and names are derived from.
+LABEL_RUN_ID = "mimoagent.run_id"
+LABEL_INSTANCE = "mimoagent.instance"
+LABEL_CONFIG = "mimoagent.config"
+LABEL_ROLLOUT = "mimoagent.rollout"
+
+
 class SandboxSpec(BaseModel):
     """What one rollout's sandbox must look like, derived from the task row and the config."""
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from mimo_core.environments import docker_registry, live
-from mimo_core.environments.base import ExecResult, SandboxSpec
+from mimo_core.environments.base import LABEL_INSTANCE, LABEL_RUN_ID, ExecResult, SandboxSpec
 from mimo_core.environments.docker_shell import kill_script, open_shell
 from mimo_core.environments.docker_streams import MAX_CAPTURE, FrameReader, link_target, spool
 from mimo_core.environments.shell import ShellSession, ShellStream
@@ -130,8 +130,8 @@ class DockerEnvironment:
     def _create(self) -> Any:
         spec, opts = self.spec, self.options
         labels = {**spec.labels, **docker_registry.owner_labels()}
-        name = "mimo-{}-{}-{}".format(_name_part(labels.get("mimoagent.instance", "task"), 40),
-                                      _name_part(labels.get("mimoagent.run_id", "run"), 20),
+        name = "mimo-{}-{}-{}".format(_name_part(labels.get(LABEL_INSTANCE, "task"), 40),
+                                      _name_part(labels.get(LABEL_RUN_ID, "run"), 20),
                                       secrets.token_hex(3))
         env = {**_QUIET, **spec.env}
         network_mode = opts.network_mode if spec.network else "none"

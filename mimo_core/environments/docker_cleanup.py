@@ -11,7 +11,8 @@ import os
 import socket
 from typing import Any
 
-from mimo_core.environments.docker_registry import LABEL_HOST, LABEL_PID, LABEL_RUN_ID, remove
+from mimo_core.environments.base import LABEL_RUN_ID
+from mimo_core.environments.docker_registry import LABEL_HOST, LABEL_PID, remove
 from mimo_core.errors import SandboxError
 
 

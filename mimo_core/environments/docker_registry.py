@@ -14,9 +14,6 @@ import threading
 import time
 from typing import Any
 
-LABEL_RUN_ID = "mimoagent.run_id"
-LABEL_INSTANCE = "mimoagent.instance"
-LABEL_CONFIG = "mimoagent.config"
 LABEL_PID = "mimoagent.pid"
 LABEL_HOST = "mimoagent.host"
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from mimo_core.environments.base import LABEL_RUN_ID
 from mimo_core.environments.local_procs import SANDBOX_VAR, kill_marked
 
 LABEL_FILE = "sandbox.json"
@@ -89,7 +90,7 @@ def cleanup(roots: list[str] | None = None, run_id: str | None = None, stale_onl
             label = read_label(Path(entry.path))
             if label is None or label.host != host:
                 continue
-            if run_id is not None and label.labels.get("mimoagent.run_id") != run_id:
+            if run_id is not None and label.labels.get(LABEL_RUN_ID) != run_id:
                 continue
             if stale_only and runner_alive(label):
                 continue

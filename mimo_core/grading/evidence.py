@@ -38,7 +38,7 @@ def keep_evidence(env: Environment, verifier_dir: str, output: str, grade: Grade
                                   "-name 'reward.*' \\) -size -20M", timeout=60)
             for rel in listing.output.split():
                 env.copy_out(f"{verifier_dir}/{rel[2:]}", dest / rel[2:])
-    except Exception as e:  # noqa: BLE001 - evidence is best effort; the verdict is already read
+    except Exception as e:
         grade.details["verifier_evidence_error"] = f"{type(e).__name__}: {e}"
     (dest / OUTPUT_FILE).write_text(output, encoding="utf-8")
     grade.evidence_dir = str(dest)

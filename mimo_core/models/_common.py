@@ -116,7 +116,7 @@ class ProtocolModel:
         def work() -> None:
             try:
                 box.append((True, self._post(payload)))
-            except BaseException as e:  # noqa: BLE001 - handed back to the calling thread
+            except BaseException as e:
                 box.append((False, e))
             done.set()
 

@@ -164,7 +164,7 @@ def call_with_retry(fn: Callable[[], T], cfg: RetryConfig, model: str,
             return fn(), attempt
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every SDK failure is classified below
+        except Exception as exc:
             final = classify(exc, model, secrets)
             if final is not None:
                 final.response = error_body(exc, secrets)

@@ -217,7 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # else header and body segments meet delayed ACKs: +40 ms per call
     wbufsize = -1  # buffer headers + body into one write; flushed by handle_one_request
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _send(self, status: int, payload: dict[str, Any] | bytes, headers: dict[str, str] | None = None,
@@ -231,7 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:
         llm = self.llm
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b"{}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from tests.cli_agents.conftest import leaked_files, recorded_calls, run_cli_rollout
 from tests.core.conftest import SECRET
@@ -20,7 +21,7 @@ CAT_SED_DONE = turns(
 def test_codex_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> None:
     scripted_llm.set_responder(CAT_SED_DONE)
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "codex", "responses")
-    assert (record.exit_status, record.passed, record.steps) == ("submitted", True, 3), \
+    assert (record.exit_status, record.passed, record.steps) == (ExitStatus.SUBMITTED, True, 3), \
         (rollout / "instance.log").read_text()
     roles = [m.role for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]

@@ -9,6 +9,7 @@ import pytest
 from mimo_core.batch import run_jobs
 from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultRecord
+from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from mimo_core.testing.tasks import write_config, write_tasks
 from tests.core.conftest import SECRET, base_url
@@ -30,14 +31,14 @@ def run_inprocess(workdir: Path, server, monkeypatch, protocol: str = "chat", **
 def test_step_limit(workdir: Path, scripted_llm, monkeypatch) -> None:
     scripted_llm.set_responder(BUSY)
     rec = run_inprocess(workdir, scripted_llm, monkeypatch, step_limit=4)
-    assert (rec.exit_status, rec.steps, rec.infra_error) == ("step_limit", 4, False)
+    assert (rec.exit_status, rec.steps, rec.infra_error) == (ExitStatus.STEP_LIMIT, 4, False)
     assert rec.reward == 0.0  # still graded: the final state is what it is
 
 
 def test_cost_limit(workdir: Path, scripted_llm, monkeypatch) -> None:
     scripted_llm.set_responder(turns(Reply(tool_calls=[("bash", {"command": "true"})], prompt_tokens=400_000)))
     rec = run_inprocess(workdir, scripted_llm, monkeypatch, cost_limit=1.0)  # $1/Mtok input: $0.40 a call
-    assert (rec.exit_status, rec.steps) == ("cost_limit", 3)
+    assert (rec.exit_status, rec.steps) == (ExitStatus.COST_LIMIT, 3)
     assert rec.cost == pytest.approx(3 * (0.4 + 5 * 2e-6))
 
 
@@ -45,14 +46,14 @@ def test_time_limit(workdir: Path, scripted_llm, monkeypatch) -> None:
     scripted_llm.set_responder(BUSY)
     scripted_llm.latency = 0.2
     rec = run_inprocess(workdir, scripted_llm, monkeypatch, time_limit=0.5, step_limit=50)
-    assert rec.exit_status == "time_limit"
+    assert rec.exit_status == ExitStatus.TIME_LIMIT
     assert 2 <= rec.steps <= 4
 
 
 def test_malformed_tool_calls_are_answered_then_end_the_rollout(workdir: Path, scripted_llm, monkeypatch) -> None:
     scripted_llm.set_responder(turns(Reply(tool_calls=[("bash", {})], raw_arguments={0: '{"command": "ls'})))
     rec = run_inprocess(workdir, scripted_llm, monkeypatch, max_format_errors=2)
-    assert (rec.exit_status, rec.steps) == ("format_errors", 3)
+    assert (rec.exit_status, rec.steps) == (ExitStatus.FORMAT_ERRORS, 3)
     second = scripted_llm.requests[1].body["messages"]
     assert second[-1]["role"] == "tool" and "not valid JSON" in second[-1]["content"]
 
@@ -61,13 +62,13 @@ def test_a_good_call_resets_the_malformed_count(workdir: Path, scripted_llm, mon
     bad = Reply(tool_calls=[("bash", {})], raw_arguments={0: "{oops"})
     scripted_llm.set_responder(turns(bad, bad, call("bash", command="true"), bad, bad, call("submit")))
     rec = run_inprocess(workdir, scripted_llm, monkeypatch, max_format_errors=2)
-    assert (rec.exit_status, rec.steps) == ("submitted", 6)
+    assert (rec.exit_status, rec.steps) == (ExitStatus.SUBMITTED, 6)
 
 
 def test_text_only_reply_counts_as_malformed(workdir: Path, scripted_llm, monkeypatch) -> None:
     scripted_llm.set_responder(turns(Reply(content="I think I am done."), call("submit")))
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert (rec.exit_status, rec.steps) == ("submitted", 2)
+    assert (rec.exit_status, rec.steps) == (ExitStatus.SUBMITTED, 2)
     assert "no tool call" in scripted_llm.requests[1].body["messages"][-1]["content"]
 
 
@@ -76,19 +77,19 @@ def test_context_window_overflow_ends_without_retry(workdir: Path, scripted_llm,
     scripted_llm.inject(400, body={"error": {"message": "This model's maximum context length is 8192 tokens",
                                              "type": "invalid_request_error", "code": "context_length_exceeded"}})
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert (rec.exit_status, rec.infra_error) == ("context_window", False)
+    assert (rec.exit_status, rec.infra_error) == (ExitStatus.CONTEXT_WINDOW, False)
     assert len(scripted_llm.requests) == 1
 
 
 def test_unreachable_model_is_an_infra_error_after_retries(workdir: Path, scripted_llm, monkeypatch) -> None:
     scripted_llm.inject(503, times=10)
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert (rec.exit_status, rec.infra_error, rec.reward) == ("model_error", True, None)
+    assert (rec.exit_status, rec.infra_error, rec.reward) == (ExitStatus.MODEL_ERROR, True, None)
     assert len(scripted_llm.requests) == 3  # retry.max_attempts in the test config
 
 
 def test_auth_error_is_not_retried(workdir: Path, scripted_llm, monkeypatch) -> None:
     scripted_llm.inject(401, body={"error": {"message": "bad key", "type": "invalid_api_key"}})
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert (rec.exit_status, rec.infra_error) == ("model_auth_error", True)
+    assert (rec.exit_status, rec.infra_error) == (ExitStatus.MODEL_AUTH_ERROR, True)
     assert len(scripted_llm.requests) == 1

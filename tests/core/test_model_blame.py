@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultsStore
+from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from tests.core.conftest import SECRET
 from tests.core.test_limits import run_inprocess
@@ -15,7 +16,7 @@ from tests.core.test_limits import run_inprocess
 def test_a_404_is_not_a_graded_zero_and_the_failing_request_is_saved(workdir: Path, scripted_llm, monkeypatch):
     scripted_llm.inject(404, times=5, body={"error": {"message": "model 'scripted-model' not found"}})
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert (rec.exit_status, rec.infra_error, rec.reward, rec.passed) == ("model_error", True, None, None)
+    assert (rec.exit_status, rec.infra_error, rec.reward, rec.passed) == (ExitStatus.MODEL_ERROR, True, None, None)
     assert "not found" in (rec.error or "") and len(scripted_llm.requests) == 1
     saved = json.loads((workdir / "out" / rec.output_dir / "agent_msgs" / "step_0001.json").read_text())
     assert saved["request"]["messages"][0]["role"] == "system"
@@ -27,7 +28,7 @@ def test_a_404_is_not_a_graded_zero_and_the_failing_request_is_saved(workdir: Pa
 def test_a_key_echoed_by_the_endpoint_lands_in_no_output_file(workdir: Path, scripted_llm, monkeypatch):
     scripted_llm.inject(401, body={"error": {"message": f"Incorrect API key provided: {SECRET}"}})
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert rec.exit_status == "model_auth_error" and "***" in (rec.error or "")
+    assert rec.exit_status == ExitStatus.MODEL_AUTH_ERROR and "***" in (rec.error or "")
     files = [p for p in (workdir / "out").rglob("*") if p.is_file()]
     assert any(p.name == "traj.json" for p in files) and any(p.name == "instance.log" for p in files)
     for p in files:
@@ -38,7 +39,7 @@ def test_an_html_page_with_status_200_is_a_model_error_not_a_format_error(workdi
     scripted_llm.inject(200, times=10, raw=b"<html><body>502 Bad Gateway</body></html>",
                         content_type="text/html")
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert (rec.exit_status, rec.infra_error, rec.reward) == ("model_error", True, None)
+    assert (rec.exit_status, rec.infra_error, rec.reward) == (ExitStatus.MODEL_ERROR, True, None)
     assert "not JSON" in (rec.error or "") and len(scripted_llm.requests) == 3
 
 
@@ -46,7 +47,7 @@ def test_json_without_choices_is_retried_then_the_rollout_goes_on(workdir: Path,
     scripted_llm.set_responder(turns(call("submit")))
     scripted_llm.inject(200, body={"object": "chat.completion", "choices": []})
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert (rec.exit_status, rec.steps) == ("submitted", 1)
+    assert (rec.exit_status, rec.steps) == (ExitStatus.SUBMITTED, 1)
     assert len(scripted_llm.requests) == 2
 
 
@@ -54,7 +55,7 @@ def test_raw_newlines_inside_argument_strings_are_accepted(workdir: Path, script
     raw = '{"path": "greeting.txt", "content": "good\nbye\n"}'  # a real newline, as grammar-bound servers emit
     scripted_llm.set_responder(turns(Reply(tool_calls=[("write", {})], raw_arguments={0: raw}), call("submit")))
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
-    assert (rec.exit_status, rec.steps) == ("submitted", 2)
+    assert (rec.exit_status, rec.steps) == (ExitStatus.SUBMITTED, 2)
     observation = scripted_llm.requests[1].body["messages"][-1]["content"]
     assert "not valid JSON" not in observation
 

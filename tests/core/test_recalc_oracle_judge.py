@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from mimo_core.results import ResultsStore
+from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from mimo_core.testing.tasks import write_config, write_tasks
 from mimo_core.trajectory import Trajectory
@@ -26,7 +27,7 @@ def test_recalc_gt_passes_every_demo_instance(tmp_path: Path, scripted_llm) -> N
     assert proc.stdout.count("Recalculated - Pass") == n_rows, proc.stdout
     records = ResultsStore(out).load().values()
     assert {r.recalc for r in records} == {"gt"} and all(r.reward == 1.0 for r in records)
-    assert {r.exit_status for r in records} == {"recalculated"}
+    assert {r.exit_status for r in records} == {ExitStatus.RECALCULATED}
     assert scripted_llm.requests == []  # no model was called
 
 

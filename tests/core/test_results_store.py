@@ -6,9 +6,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.status import ExitStatus
 
 
-def _rec(instance: str, k: int = 0, status: str = "submitted", **kw: object) -> ResultRecord:
+def _rec(instance: str, k: int = 0, status: ExitStatus = ExitStatus.SUBMITTED, **kw: object) -> ResultRecord:
     return ResultRecord(run_id="r", instance_id=instance, config_name="c", rollout_index=k, exit_status=status,
                         output_dir=f"{instance}/c/{k}", **kw)
 
@@ -33,7 +34,7 @@ def test_replacing_a_record_rewrites_instead_of_duplicating(tmp_path: Path) -> N
     store = ResultsStore(tmp_path)
     _with_traj(tmp_path, _rec("a"))
     _with_traj(tmp_path, _rec("b"))
-    store.put(_rec("a", status="model_error", infra_error=True))
+    store.put(_rec("a", status=ExitStatus.MODEL_ERROR))
     store.put(_rec("b"))
     assert set(store.finished()) == {("b", "c", 0)}
     store.put(_rec("a", reward=1.0))
@@ -58,3 +59,14 @@ def test_a_record_whose_trajectory_is_gone_is_not_finished(tmp_path: Path) -> No
     store.put(_rec("lost"))  # its folder never made it to disk
     assert set(store.load()) == {("kept", "c", 0), ("lost", "c", 0)}
     assert set(store.finished()) == {("kept", "c", 0)}
+
+
+def test_an_input_fault_counts_as_finished_only_for_the_same_input(tmp_path: Path) -> None:
+    store = ResultsStore(tmp_path)
+    store.put(_with_traj(tmp_path, _rec("a", status=ExitStatus.CONFIG_ERROR, input_fingerprint="f1")))
+    store.put(_with_traj(tmp_path, _rec("b", status=ExitStatus.DATASET_ERROR, input_fingerprint="f1")))
+    key_a, key_b = ("a", "c", 0), ("b", "c", 0)
+    assert set(store.finished({key_a: "f1", key_b: "f1"})) == {key_a, key_b}
+    assert set(store.finished({key_a: "f2", key_b: "f1"})) == {key_b}  # a's config changed: done again
+    assert store.finished() == {}  # without the current input nothing vouches for it
+    assert not store.load()[key_a].infra_error

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from mimo_core.results import ResultsStore
+from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import call, turns
 from mimo_core.testing.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, SECRET, base_url, run_cli
@@ -45,11 +46,11 @@ def test_infra_errors_are_rerun_on_resume(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(SOLVE)
     assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
     recs = ResultsStore(out).load()
-    assert sorted(r.exit_status for r in recs.values()) == ["model_error", "submitted"]
+    assert sorted(r.exit_status for r in recs.values()) == [ExitStatus.MODEL_ERROR, ExitStatus.SUBMITTED]
     proc = run_cli(_cli(data, cfg, out), scripted_llm)
     assert "1 rollouts to run" in proc.stderr
     recs = ResultsStore(out).load()
-    assert [r.exit_status for r in recs.values()] == ["submitted", "submitted"]
+    assert [r.exit_status for r in recs.values()] == [ExitStatus.SUBMITTED, ExitStatus.SUBMITTED]
 
 
 def test_sigkill_loses_no_finished_rollout(workdir: Path, scripted_llm) -> None:
@@ -105,7 +106,7 @@ def test_sigterm_stops_cleanly_and_resume_finishes(workdir: Path, scripted_llm) 
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err
-    interrupted = [r for r in ResultsStore(out).load().values() if r.exit_status == "interrupted"]
+    interrupted = [r for r in ResultsStore(out).load().values() if r.exit_status == ExitStatus.INTERRUPTED]
     assert interrupted and all(r.infra_error for r in interrupted)
     assert list(sandboxes.iterdir()) == []  # every sandbox of the stopped rollouts was removed
     scripted_llm.latency = 0.0

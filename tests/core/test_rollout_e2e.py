@@ -31,7 +31,7 @@ def test_rollout_edits_file_submits_and_passes(protocol: str, workdir: Path, scr
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm, protocol)
     assert proc.returncode == 0, proc.stderr
     [record] = ResultsStore(out).load().values()
-    assert (record.exit_status, record.reward, record.passed, record.steps) == ("submitted", 1.0, True, 3)
+    assert (record.exit_status, record.reward, record.passed, record.steps) == (ExitStatus.SUBMITTED, 1.0, True, 3)
     rollout = out / record.output_dir
     assert {p.name for p in rollout.iterdir()} >= {"instance.log", "traj.json", "agent_msgs",
                                                     "reward_extra_info.json"}

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import Reply, ScriptedLLM, call, turns
 from tests.core.test_limits import run_inprocess
 
@@ -38,7 +39,7 @@ def test_a_multi_step_tool_calling_rollout_passes_a_strict_server(protocol: str,
     with ScriptedLLM(WORK_THEN_SUBMIT, strict=True) as server:
         rec = run_inprocess(workdir, server, monkeypatch, protocol=protocol)
         assert server.rejected == []
-        assert (rec.exit_status, rec.passed, rec.steps) == ("submitted", True, 5)
+        assert (rec.exit_status, rec.passed, rec.steps) == (ExitStatus.SUBMITTED, True, 5)
         assert len(server.requests) == 5
 
 

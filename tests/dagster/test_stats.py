@@ -11,6 +11,7 @@ from mimo_assets.helpers import stats
 from mimo_assets.helpers.plots import pass_rate_png
 from mimo_assets.helpers.table import frame_from_run_dirs
 from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.status import ExitStatus
 
 
 def _write(run_dir: Path, config: str, outcomes: dict[str, list[bool | None]], **extra) -> None:
@@ -19,7 +20,7 @@ def _write(run_dir: Path, config: str, outcomes: dict[str, list[bool | None]], *
         for k, passed in enumerate(results):
             store.put(ResultRecord(
                 run_id=run_dir.name, instance_id=instance_id, config_name=config, rollout_index=k,
-                exit_status="submitted" if passed is not None else "model_error", infra_error=passed is None,
+                exit_status=ExitStatus.SUBMITTED if passed is not None else ExitStatus.MODEL_ERROR,
                 reward=None if passed is None else float(passed), passed=passed, steps=3 + k,
                 prompt_tokens=100, completion_tokens=10, cost=0.01, duration_s=1.5,
                 output_dir=f"{instance_id}/{config}/{k}", **extra,

@@ -84,7 +84,7 @@ def test_separate_verifier_applies_patch_itself_and_reports_apply_failed(
     assert grade.passed
 
 
-def _fix_slug(env) -> None:  # noqa: ANN001
+def _fix_slug(env) -> None:
     slug = f"{env.spec.cwd}/textutil/slug.py"
     env.write_file(slug, env.read_file(slug).replace(b'"-", text)', b'"-", text).strip("-")'))
 

@@ -9,6 +9,7 @@ from mimo_core.config import JudgeAgentConfig, ModelConfig, RetryConfig
 from mimo_core.datasets.base import Rubric
 from mimo_core.datasets.generic import GenericTask
 from mimo_core.grading.rubric import parse_verdict, rubric_items
+from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
 
 ITEMS = rubric_items(["Adds a test", {"criterion": "Keeps the API", "weight": 3}])
@@ -50,7 +51,7 @@ def test_judge_inspects_environment_and_scores_each_rubric(tmp_path: Path, new_e
         result = run_judge(cfg, task, env, tmp_path / "judge")
         first_request = llm.requests[0].body["messages"]
         second_request = llm.requests[1].body["messages"]
-    assert result.error is None and result.exit_status == "submitted"
+    assert result.error is None and result.exit_status == ExitStatus.SUBMITTED
     assert [s.score for s in result.scores] == [0.0, 1.0] and result.scores[1].reason == "API unchanged"
     assert result.score == 0.75  # weighted: (0*1 + 1*3) / 4
     assert "1. Adds a test\n2. Keeps the API" in first_request[1]["content"]

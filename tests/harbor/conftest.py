@@ -110,7 +110,7 @@ def write_harbor_config(folder: Path, name: str = "cfg", **blocks: dict[str, Any
 
 
 @pytest.fixture
-def run_rollout(tmp_path: Path, scripted_llm, monkeypatch):  # noqa: ANN201
+def run_rollout(tmp_path: Path, scripted_llm, monkeypatch):
     """`run_rollout(rows, config, recalc=None) -> (record, rollout folder)`, in-process, under tmp_path/out-N."""
     monkeypatch.setenv("MIMO_TEST_BASE_URL", base_url(scripted_llm, "chat"))
     monkeypatch.setenv("MIMO_TEST_API_KEY", SECRET)

@@ -118,7 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _body(self) -> bytes:
@@ -181,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = _forward  # noqa: N815 - stdlib names
+    do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = _forward
 
 
 def _json(body: bytes) -> dict[str, Any] | None:
