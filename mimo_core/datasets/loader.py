@@ -138,6 +138,8 @@ def load_tasks(source: str, split: str | None = None) -> list[Task]:
             continue
         seen[task.instance_id] = number
         tasks.append(task)
+    if len(errors) == 1:
+        raise DatasetError(f"{errors[0]} (fix the row or remove it from the dataset)")
     if errors:
         shown = errors[:MAX_REPORTED]
         more = f"\n... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
