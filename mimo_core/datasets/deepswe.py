@@ -8,6 +8,7 @@ into which the patch is written (and applied, unless the verifier applies it its
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any, ClassVar, Literal
 
@@ -24,6 +25,8 @@ from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.reward import apply_failed_grade, read_reward, tail
 
 DEFAULT_PATCH_ARTIFACT = "/logs/artifacts/model.patch"
+# git's words for a revision it does not have: the hook's `<base>` is not in this repository
+_MISSING_REVISION = re.compile(r"unknown revision|bad revision|bad object|invalid object name|not a valid object")
 
 
 class CollectHook(BaseModel):
@@ -66,6 +69,7 @@ class DeepSWEDatasetType(RepoDatasetType):
     def __init__(self, collect: str = "strict") -> None:
         super().__init__(collect)
         self.collect_notes: dict[str, Any] = {}  # what collecting saw; reported with the grade
+        self.collect_error: str | None = None  # the hooks could not run as the task assumes: not gradable
         self.patch_missing = False
 
     def collect_submission(self, env: Environment, task: Task) -> str:
@@ -94,6 +98,9 @@ class DeepSWEDatasetType(RepoDatasetType):
         for hook in task.collect:
             res = run(env, pm.text(hook.command), cwd=cwd, timeout=hook.timeout_sec, extra_env=pm.env_vars())
             exits.append(res.returncode)
+            if res.returncode != 0 and _MISSING_REVISION.search(res.output):
+                self.collect_error = ("a collect hook names a commit the sandbox's repository lacks (the sandbox "
+                                      f"is not the task's image?): {tail(res.output, 300).strip()}")
         self.collect_notes["collect_exit_codes"] = exits
         try:
             return env.read_file(artifact).decode("utf-8", errors="replace")
@@ -134,7 +141,7 @@ class DeepSWEDatasetType(RepoDatasetType):
 
     def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
         assert isinstance(task, DeepSWETask)
-        if (problem := grading_problem(task)) is not None:
+        if (problem := grading_problem(task) or self.collect_error) is not None:
             return Grade(details=dict(self.collect_notes), infra_error=problem)
         if task.verifier_mode == "shared":
             return self._verify(env, task)

@@ -56,3 +56,16 @@ def test_work_committed_on_a_new_branch_counts_because_the_hook_diffs_head(
     assert (record.exit_status, record.reward, record.passed) == ("submitted", 1.0, True)
     assert record.grading["uncommitted_files"] == 0
     assert "+goodbye" in _outputs(rollout)[1]["submission"]
+
+
+def test_a_hook_naming_a_base_commit_the_sandbox_lacks_is_a_grading_error_not_a_zero(
+    tmp_path: Path, scripted_llm, run_rollout
+) -> None:
+    """The task's image holds the upstream base commit; a sandbox seeded otherwise does not."""
+    scripted_llm.set_responder(ON_A_NEW_BRANCH)
+    task = write_harbor_task(tmp_path / "tasks")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("$(git rev-list --max-parents=0 HEAD | tail -n 1)", "b5addb64f016"))
+    record, _ = run_rollout(write_rows(tmp_path, task), write_harbor_config(tmp_path))
+    assert (record.exit_status, record.reward, record.infra_error) == ("grading_error", None, True)
+    assert "names a commit the sandbox's repository lacks" in (record.error or "")
