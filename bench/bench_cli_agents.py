@@ -51,7 +51,9 @@ def install_times(name: str, payload_dir: Path) -> tuple[float, float, float, fl
             t0 = time.monotonic()
             ensure_installed(spec, spec.default_version, {}, quiet)
             cached = time.monotonic() - t0
-        size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink()) / 1e6
+        inodes = {(st.st_dev, st.st_ino): st.st_size for st in (p.lstat() for p in folder.rglob("*"))
+                  if not p_is_link(st)}
+        size = sum(inodes.values()) / 1e6  # hard links (claude-code's binary) counted once
         archive = payload_dir / payload.archive_name(spec, spec.default_version)
         if not archive.exists():
             with _cache(Path(tmp) / "cold"):
@@ -61,6 +63,12 @@ def install_times(name: str, payload_dir: Path) -> tuple[float, float, float, fl
             payload.unpack(archive, spec, spec.default_version)
             unpacked = time.monotonic() - t0
     return cold, cached, unpacked, size
+
+
+def p_is_link(st: os.stat_result) -> bool:
+    import stat
+
+    return not stat.S_ISREG(st.st_mode)
 
 
 def _cpu() -> float:

@@ -31,7 +31,7 @@ def cli_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run_cli_rollout(folder: Path, server, cli: str, protocol: str, environment: dict | None = None,
-                    exit_code: int | None = 0, image: str | None = None, **agent: object):
+                    exit_code: int | None = 0, row: dict | None = None, **agent: object):
     """One rollout of `cli` on the greeting task through the real `mimoagent` command: (record, folder, traj)."""
     from mimo_core.results import ResultsStore
     from mimo_core.testing.tasks import write_tasks
@@ -40,8 +40,8 @@ def run_cli_rollout(folder: Path, server, cli: str, protocol: str, environment: 
 
     needs_npm()
     data = write_tasks(folder)
-    if image is not None:  # rows on a container image (docker backend)
-        rows = [json.loads(line) | {"image": image} for line in data.read_text().splitlines()]
+    if row:  # fields merged into every row (an image for the docker backend, ...)
+        rows = [json.loads(line) | row for line in data.read_text().splitlines()]
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = write_cli_config(folder, cli.replace("-", "_"), cli, protocol, environment=environment, **agent)
     out = folder / "out"

@@ -30,7 +30,7 @@ def test_cli_agent_runs_in_a_container_without_node_and_passes(
         cli: str, protocol: str, tool: str, args: dict, tmp_path: Path, scripted_llm, dockerd,  # noqa: F811
         base_image_has_no_node) -> None:
     scripted_llm.set_responder(turns(Reply(tool_calls=[(tool, args)]), Reply(content="done")))
-    record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, cli, protocol, image=BASE_IMAGE,
+    record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, cli, protocol, row={"image": BASE_IMAGE},
                                             environment={"environment_class": "docker", "timeout": 120})
     assert (record.exit_status, record.passed) == ("submitted", True), (rollout / "instance.log").read_text()
     assert "+goodbye" in (traj.submission or "")
@@ -44,7 +44,7 @@ def test_a_payload_installs_into_a_container_with_no_registry(tmp_path: Path, sc
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MIMOAGENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
     scripted_llm.set_responder(turns(call("Bash", command=EDIT), Reply(content="done")))
-    record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", image=BASE_IMAGE,
+    record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", row={"image": BASE_IMAGE},
                                          environment={"environment_class": "docker", "timeout": 120},
                                          payload_path=str(claude_payload),
                                          install_env={"NPM_REGISTRY": DEAD_REGISTRY})
@@ -52,6 +52,15 @@ def test_a_payload_installs_into_a_container_with_no_registry(tmp_path: Path, sc
 
 
 def test_mini_swe_agent_in_a_container_is_a_config_error(tmp_path: Path, scripted_llm, dockerd) -> None:  # noqa: F811
-    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "mini-swe-agent", "chat", image=BASE_IMAGE,
+    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "mini-swe-agent", "chat", row={"image": BASE_IMAGE},
                                    environment={"environment_class": "docker", "timeout": 120}, exit_code=None)
     assert record.exit_status == "config_error" and "environment_class: local" in (record.error or "")
+
+
+def test_a_container_without_network_is_an_environment_error_saying_why(tmp_path: Path, scripted_llm,
+                                                                         dockerd) -> None:  # noqa: F811
+    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", exit_code=None,
+                                   row={"image": BASE_IMAGE, "network": False},
+                                   environment={"environment_class": "docker", "timeout": 120})
+    assert record.exit_status == "environment_error"
+    assert "has no network" in (record.error or "") and scripted_llm.requests == []

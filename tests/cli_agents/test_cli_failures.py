@@ -52,7 +52,7 @@ def test_a_cli_that_never_ends_is_killed_at_the_time_limit_with_its_whole_tree(t
 
 def test_an_endpoint_refusing_the_key_is_a_model_auth_error(tmp_path: Path, scripted_llm) -> None:
     scripted_llm.inject(401, times=1000)
-    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic")
+    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", exit_code=None)
     assert record.exit_status == "model_auth_error", record.error
     assert "HTTP 401" in (record.error or "")
 

@@ -98,7 +98,9 @@ class CliAgent:
         except Exception as e:  # a log we cannot read is recorded, not fatal: the calls are in agent_msgs
             ctx.log(f"{spec.name}: could not convert the native log: {type(e).__name__}: {e}")
             conv = Conversation(error=f"native log not converted: {e}")
-        status, error = _status(result.timed_out, result.returncode, conv, recorder, proxy, stderr, cfg)
+        # The rollout's own deadline (agent_deadline) may kill the CLI a moment before our timeout fires.
+        timed_out = result.timed_out or bool(cfg.time_limit and result.duration_s >= cfg.time_limit * 0.98)
+        status, error = _status(timed_out, result.returncode, conv, recorder, proxy, stderr, cfg)
         ctx.log(f"{spec.name} exited {result.returncode} after {result.duration_s:.1f}s: {status.value}"
                 + (f" ({error})" if error else ""))
         return self._result(status, error, conv, prompt, recorder, proxy)
