@@ -82,7 +82,8 @@ def main() -> None:
             name = "mimoagent" if fw == "mimo" else "mini-swe-agent 2.4.6 (`mini`)"
             rows.append([name, f"{median(times):.2f}", f"{min(times):.2f}", f"{max(times):.2f}"])
             if fw == "mimo":  # bytecode made at install must do: nothing may be written at run time
-                times = _launches(fw, args.runs, Path(tmp), no_pyc_writes=True)
+                (Path(tmp) / "no-pyc").mkdir()
+                times = _launches(fw, args.runs, Path(tmp) / "no-pyc", no_pyc_writes=True)
                 rows.append(["mimoagent, PYTHONDONTWRITEBYTECODE=1", f"{median(times):.2f}", f"{min(times):.2f}",
                              f"{max(times):.2f}"])
     print(f"startup · {machine()}")
