@@ -70,7 +70,7 @@ def _growth_table(runs: list[CaseRun], long: int) -> None:
         early, late = r.step_cost_ms(1, 41), r.step_cost_ms(181, 221)
         rows.append([r.case.label, f"{early:.2f}", f"{late:.2f}", f"{late / early:.2f}", "≤ 1.20"])
     print_table(f"whole-tree CPU per step within {long}-step rollouts (/proc at each request: calls 1→41 and "
-                "181→221, median of the rollouts)",
+                "181→221, pooled over the rollouts)",
                 ["run", "around step 20 ms", "around step 200 ms", "ratio", "target"], rows)
 
 

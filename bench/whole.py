@@ -18,7 +18,6 @@ from bench.common import (
     MODEL,
     REPO,
     ServerProcess,
-    median,
     mimo_env,
     peer_env,
     peer_python,
@@ -75,8 +74,8 @@ class CaseRun:
         return rows[0][2], mean(between) * 1e3, mean(inside) * 1e3, self.tree.cpu_s - rows[-1][2]
 
     def step_cost_ms(self, a: int, b: int) -> float:
-        """Whole-tree CPU per call between call a and call b of each rollout (median over rollouts);
-        needs the server's CPU notes, i.e. `sample_cpu=True`, and one worker."""
+        """Whole-tree CPU per call between call a and call b, pooled over the rollouts (a sum of ticks,
+        so the 10 ms quantisation averages out); needs `sample_cpu=True` and one worker."""
         rollouts: list[dict[int, float]] = []
         for row in self.arrivals:
             if len(row) < 3:
@@ -84,8 +83,8 @@ class CaseRun:
             if int(row[1]) == 1 or not rollouts:
                 rollouts.append({})
             rollouts[-1][int(row[1])] = row[2]
-        costs = [(r[b] - r[a]) / (b - a) * 1e3 for r in rollouts if a in r and b in r]
-        return median(costs)
+        spans = [r[b] - r[a] for r in rollouts if a in r and b in r]
+        return sum(spans) / (len(spans) * (b - a)) * 1e3 if spans else float("nan")
 
 
 def _mimo_argv(case: Case, server: ServerProcess, work: Path, instances: int, steps: int,

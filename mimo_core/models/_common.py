@@ -17,7 +17,7 @@ from mimo_core.config import ModelConfig, PricingConfig
 from mimo_core.errors import ModelError, ModelInterrupted
 from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.base import ModelResponse, Usage
-from mimo_core.models.body_text import BodyEncoder
+from mimo_core.models.body_text import BodyEncoder, WireLists
 from mimo_core.models.retry import UnusableReply, call_with_retry
 from mimo_core.models.secrets import client_secrets, scrub
 
@@ -75,6 +75,7 @@ class ProtocolModel:
         self.cfg = cfg
         self.name = cfg.model_name
         self.body_encoder = BodyEncoder()
+        self.wire_lists = WireLists()
         self.client = client
         self.request_kwargs = request_kwargs
         self.endpoint_host = host_of(client.base_url)

@@ -42,7 +42,8 @@ class ChatModel(ProtocolModel):
     path = "/chat/completions"
 
     def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.name, "messages": [m.wire("chat", message_to_chat) for m in messages]}
+        messages_wire = self.wire_lists.build(messages, "chat", message_to_chat)
+        body: dict[str, Any] = {"model": self.name, "messages": messages_wire}
         if tools:
             body["tools"] = [t.to_openai() for t in tools]
         body.update(self.request_kwargs)

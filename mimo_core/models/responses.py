@@ -29,10 +29,6 @@ def message_items(m: Message) -> list[dict[str, Any]]:
     return [{"role": m.role, "content": m.content or ""}]
 
 
-def messages_to_input(messages: list[Message]) -> list[dict[str, Any]]:
-    return [item for m in messages for item in m.wire("responses", message_items)]
-
-
 def tool_to_responses(t: ToolSchema) -> dict[str, Any]:
     return {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters}
 
@@ -49,7 +45,8 @@ class ResponsesModel(ProtocolModel):
         super().__init__(cfg, client, request_kwargs)
 
     def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.name, "input": messages_to_input(messages)}
+        body: dict[str, Any] = {"model": self.name,
+                                "input": self.wire_lists.build(messages, "responses", message_items, flatten=True)}
         if tools:
             body["tools"] = [tool_to_responses(t) for t in tools]
         body.update(self.request_kwargs)

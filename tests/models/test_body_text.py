@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 
-from mimo_core.models.body_text import BodyEncoder
+from mimo_core.models.body_text import BodyEncoder, WireLists
 
 whole = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -55,3 +55,27 @@ def test_threads_sharing_one_encoder_each_get_their_own_bytes() -> None:
 def test_bodies_with_non_string_keys_fall_back_to_plain_encoding() -> None:
     body = {1: "x", "messages": [{"a": 1}] * 10}
     assert BodyEncoder().encode(body) == whole(body)
+
+
+def test_wire_lists_follow_the_history_appended_trimmed_and_rebuilt() -> None:
+    from mimo_core.messages import Message
+
+    wires = WireLists()
+    history = [Message(role="user", content=f"m{i}") for i in range(3)]
+
+    def convert(m: Message) -> dict:
+        return {"role": m.role, "content": m.content}
+
+    def expected(msgs: list[Message]) -> list[dict]:
+        return [convert(m) for m in msgs]
+
+    assert wires.build(history, "chat", convert) == expected(history)
+    history.append(Message(role="assistant", content="a"))
+    first = wires.build(history, "chat", convert)
+    assert first == expected(history)
+    first.append({"caller": "changed its copy"})
+    trimmed = [history[0], history[3]]
+    assert wires.build(trimmed, "chat", convert) == expected(trimmed)
+    assert wires.build(history, "chat", convert) == expected(history)
+    assert wires.build(history, "responses", lambda m: [convert(m), convert(m)], flatten=True) == [
+        x for m in history for x in (convert(m), convert(m))]
