@@ -112,7 +112,6 @@ class DockerEnvironment:
                                   image_prefix=self.config.image_prefix)
         try:
             self.container = self._create()
-            docker_registry.track(self)
             live.track(self)
             self.container.start()
         except docker.errors.APIError as e:
@@ -169,7 +168,6 @@ class DockerEnvironment:
         container, self.container = self.container, None
         if container is not None:
             docker_registry.remove(container.id, self.client)
-        docker_registry.untrack(self)
         live.untrack(self)
         if self.client is not None:
             try:

@@ -1,53 +1,24 @@
-"""The containers this process owns, so none outlives it: `stop()` removes one, atexit removes the rest.
+"""Labels naming a container's owner, and its forced removal.
 
-Ctrl-C unwinds each rollout through its `finally: stop()`; the atexit hook catches whatever an
-abandoned worker thread still held. A SIGKILLed runner runs nothing, so each container also carries
-the runner's host and pid: `docker_cleanup.cleanup(stale_only=True)` removes those of dead runners.
+`stop()` removes a rollout's container; `environments.live` (where every live sandbox is tracked) stops
+whatever an abandoned worker thread still held at exit. A SIGKILLed runner runs nothing, so each container
+also carries the runner's host and pid: `docker_cleanup.cleanup(stale_only=True)` removes those of dead
+runners.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import socket
-import threading
 import time
 from typing import Any
 
 LABEL_PID = "mimoagent.pid"
 LABEL_HOST = "mimoagent.host"
 
-_live: dict[int, Any] = {}  # id(env) -> env
-_lock = threading.Lock()
-_hooked = False
-
 
 def owner_labels() -> dict[str, str]:
     return {LABEL_PID: str(os.getpid()), LABEL_HOST: socket.gethostname()}
-
-
-def track(env: Any) -> None:
-    global _hooked
-    with _lock:
-        _live[id(env)] = env
-        if not _hooked:
-            atexit.register(stop_all)
-            _hooked = True
-
-
-def untrack(env: Any) -> None:
-    with _lock:
-        _live.pop(id(env), None)
-
-
-def stop_all() -> None:
-    with _lock:
-        envs = list(_live.values())
-    for env in envs:
-        try:
-            env.stop()
-        except Exception:
-            pass
 
 
 def remove(container_id: str, client: Any, attempts: int = 5) -> None:

@@ -6,7 +6,9 @@ import os
 import tempfile
 from typing import Any
 
-MAX_CAPTURE = 8 * 1024 * 1024  # bytes of output kept per command: head and tail halves
+from mimo_core.environments.shell import MAX_CAPTURE, HeadTail
+
+__all__ = ["MAX_CAPTURE", "FrameReader", "link_target", "spool"]
 
 
 def link_target(path: str, link: str) -> str:
@@ -27,9 +29,7 @@ class FrameReader:
 
     def __init__(self) -> None:
         self.buf = bytearray()
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.dropped = 0
+        self.kept = HeadTail()
 
     def feed(self, chunk: bytes) -> None:
         self.buf += chunk
@@ -37,22 +37,8 @@ class FrameReader:
             size = int.from_bytes(self.buf[4:8], "big")
             if len(self.buf) < 8 + size:
                 return
-            self._keep(bytes(self.buf[8:8 + size]))
+            self.kept.feed(bytes(self.buf[8:8 + size]))
             del self.buf[:8 + size]
 
-    def _keep(self, data: bytes) -> None:
-        half = MAX_CAPTURE // 2
-        room = half - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        self.tail += data
-        if len(self.tail) > half:
-            self.dropped += len(self.tail) - half
-            del self.tail[:len(self.tail) - half]
-
     def text(self) -> str:
-        data = bytes(self.head)
-        if self.dropped:
-            data += f"\n[... {self.dropped} bytes of output dropped ...]\n".encode()
-        return (data + bytes(self.tail)).decode("utf-8", errors="replace")
+        return self.kept.bytes().decode("utf-8", errors="replace")

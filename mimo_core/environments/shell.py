@@ -96,7 +96,7 @@ def decode_output(data: bytes) -> str:
     return data.decode("utf-8", errors="replace").replace("\0", "\ufffd")
 
 
-class _Capture:
+class HeadTail:
     """Head and tail of a long byte stream, with the count of what was dropped in between."""
 
     def __init__(self) -> None:
@@ -287,7 +287,7 @@ class ShellSession:
         if not (self.host.inline_output and marked):
             return self.host.read_output(out)
         end_tag = _RS + nonce.encode() + b"E\n"
-        capture = _Capture()
+        capture = HeadTail()
         while True:
             pos = self._buf.find(end_tag)
             if pos >= 0:
