@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from mimo_core.results import ResultsStore
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from mimo_core.testing.tasks import write_tasks
@@ -91,3 +93,30 @@ def test_a_sandbox_keeps_working_after_a_failed_cli(tmp_path: Path, scripted_llm
                                      Reply(content="done")))
     record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic")
     assert (record.exit_status, record.passed) == ("submitted", True)
+
+
+def test_concurrent_rollouts_install_once_and_all_pass(tmp_path: Path, scripted_llm,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two rollouts start together on an empty cache: one installs, the other waits for it."""
+    needs_npm()
+    monkeypatch.setenv("MIMOAGENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    scripted_llm.set_responder(turns(call("Bash", command="sed -i s/hello/goodbye/ greeting.txt"),
+                                     Reply(content="done")))
+    data = write_tasks(tmp_path, n=2)
+    cfg = write_cli_config(tmp_path, "claude", "claude-code", "anthropic")
+    out = tmp_path / "out"
+    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--workers", "2"], scripted_llm,
+                   "anthropic", timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    records = ResultsStore(out).load().values()
+    assert [(r.exit_status, r.passed) for r in records] == [("submitted", True)] * 2
+    logs = [(out / r.output_dir / "instance.log").read_text() for r in records]
+    assert sum("installing @anthropic-ai/claude-code@2.1.332" in log for log in logs) == 1
+
+
+def test_the_cost_limit_stops_a_cli_at_the_proxy(tmp_path: Path, scripted_llm) -> None:
+    """Each scripted call costs $0.00002 at the test pricing: past $0.00003 the proxy refuses the next."""
+    scripted_llm.set_responder(READ_FOREVER)
+    record, _, traj = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", cost_limit=0.00003)
+    assert record.exit_status == "cost_limit" and "agent.cost_limit" in (record.error or "")
+    assert len(scripted_llm.requests) == 2 == len(traj.calls)

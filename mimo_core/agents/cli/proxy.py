@@ -34,13 +34,15 @@ class RecordingProxy:
     """Forwards every request to `upstream` (its path appended to the upstream base URL) and records it."""
 
     def __init__(self, upstream: str, sink: Sink, pricing: PricingConfig | None = None,
-                 bind: str = "127.0.0.1", timeout: float = 600.0) -> None:
+                 bind: str = "127.0.0.1", timeout: float = 600.0, cost_limit: float = 0.0) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"model base URL {upstream!r} is not an http(s) URL")
         self.scheme, self.host, self.port = parts.scheme, parts.hostname, parts.port
         self.base_path = parts.path.rstrip("/")
         self.sink, self.pricing, self.bind, self.timeout = sink, pricing, bind, timeout
+        self.cost_limit = cost_limit  # dollars; 0 = none. Past it, model calls are refused (400)
+        self.over_budget = False
         self.calls: list[CallRecord] = []
         self.errors: list[str] = []
         self._steps = itertools.count(1)
@@ -76,6 +78,18 @@ class RecordingProxy:
     def url(self, host: str = "127.0.0.1") -> str:
         """The base URL a CLI is given: the proxy's origin as `host` sees it (paths are passed on as sent)."""
         return f"http://{host}:{self.port_number}"
+
+    @property
+    def cost(self) -> float:
+        with self._lock:
+            return sum(c.cost for c in self.calls)
+
+    def refuses(self, method: str) -> bool:
+        """agent.cost_limit: once the calls so far cost that much, the next model call is not forwarded."""
+        if method != "POST" or not self.cost_limit or self.cost < self.cost_limit:
+            return False
+        self.over_budget = True
+        return True
 
     @property
     def usage(self) -> Usage:
@@ -137,6 +151,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _forward(self) -> None:
         proxy = self.proxy
         body = self._body()
+        if proxy.refuses(self.command):
+            self._reply_error(400, f"mimoagent: agent.cost_limit ${proxy.cost_limit:g} reached")
+            return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         headers["Accept-Encoding"] = "identity"  # streams must arrive as the CLI will read them
         start = time.monotonic()
@@ -174,7 +191,11 @@ class _Handler(BaseHTTPRequestHandler):
                          is_stream, time.monotonic() - start)
 
     def _reply_error(self, status: int, message: str) -> None:
-        data = json.dumps({"error": {"type": "proxy_error", "message": message}}).encode()
+        """An error body every protocol's client can read (Anthropic, OpenAI and Gemini shapes at once)."""
+        kind = "invalid_request_error" if status == 400 else "api_error"
+        data = json.dumps({"type": "error", "error": {"type": kind, "message": message, "code": status,
+                                                      "status": "INVALID_ARGUMENT" if status == 400 else "UNAVAILABLE"}
+                           }).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

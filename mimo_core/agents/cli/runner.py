@@ -77,8 +77,8 @@ class CliAgent:
         upstream, key = endpoint(spec, self.model)
         recorder = _Recorder(ctx)
         proxy_host, bind = placement.proxy_address(env, spec.name)
-        with RecordingProxy(upstream, recorder, self.model.pricing, bind=bind,
-                            timeout=self.model.retry.timeout) as proxy:
+        with RecordingProxy(upstream, recorder, self.model.pricing, bind=bind, timeout=self.model.retry.timeout,
+                            cost_limit=cfg.cost_limit) as proxy:
             run = CliRun(name=spec.name, home=home, state_dir=state, prompt_file=prompt_file, workdir=env.spec.cwd,
                          base_url=proxy.url(proxy_host), api_key=key, model_name=self.model.model_name,
                          step_limit=cfg.step_limit, max_retries=max(self.model.retry.max_attempts - 1, 0),
@@ -149,6 +149,8 @@ def _status(timed_out: bool, returncode: int, conv: Conversation, recorder: _Rec
             stderr: str, cfg: AgentConfig) -> tuple[ExitStatus, str | None]:
     if timed_out:
         return ExitStatus.TIME_LIMIT, f"agent.time_limit: the CLI ran past {cfg.time_limit:g}s and was killed"
+    if proxy.over_budget:
+        return ExitStatus.COST_LIMIT, f"agent.cost_limit: ${proxy.cost:.6g} spent, limit ${cfg.cost_limit:g}"
     if conv.step_limit_hit:
         return ExitStatus.STEP_LIMIT, f"agent.step_limit: the CLI stopped at its turn limit ({cfg.step_limit})"
     failed = returncode != 0 or conv.error is not None
