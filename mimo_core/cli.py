@@ -151,7 +151,7 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from mimo_core.cli_inputs import check_not_empty, check_output_dir
+    from mimo_core.cli_inputs import check_not_empty, check_output_dir, check_override_secrets
     from mimo_core.config import load_configs
     from mimo_core.datasets.loader import load_tasks
     from mimo_core.output_lock import output_lock
@@ -159,6 +159,8 @@ def _run(args: argparse.Namespace) -> int:
 
     _check_flags(args)
     request = _request(args)
+    for override in request.overrides:
+        check_override_secrets(override)
     configs = load_configs(request.configs, request.overrides)
     if request.recalc is None:
         _warm_models(configs)

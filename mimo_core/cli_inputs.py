@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
+from mimo_core.config import _SECRET_KEY, _VAR
 from mimo_core.errors import ConfigError
 
 
@@ -26,6 +28,21 @@ def check_output_dir(text: str) -> Path:
     except OSError as e:
         raise ConfigError(f"-o {text}: cannot write there ({e.strerror or e})") from None
     return path
+
+
+def check_override_secrets(override: Any, where: str = "--override-config") -> None:
+    """A key given literally on the command line is readable by every process on the host (and by the
+    agent's commands under `sandbox: none`) through /proc/*/cmdline: ask for a `${VAR}` reference."""
+    if isinstance(override, dict):
+        for k, v in override.items():
+            path = f"{where}: {k}" if where == "--override-config" else f"{where}.{k}"
+            if _SECRET_KEY.search(str(k)) and isinstance(v, str) and v and not _VAR.fullmatch(v.strip()):
+                raise ConfigError(f"{path}: a secret on the command line is visible to every process; put it "
+                                  f"in an environment variable and write \"${{VAR}}\" here")
+            check_override_secrets(v, path)
+    elif isinstance(override, list):
+        for item in override:
+            check_override_secrets(item, where)
 
 
 def check_not_empty(n_tasks: int, dataset: str, selected: bool, allow_empty: bool) -> None:

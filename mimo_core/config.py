@@ -24,7 +24,8 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 MAIN_AGENT_TYPES = ("default", "oracle", *CLI_AGENTS)  # what `agent.type` may name
 AGENT_TYPES = (*MAIN_AGENT_TYPES, "judge")  # the judge runs only as environment.judge_agent
 ENVIRONMENT_CLASSES = ("local", "docker")  # or "package.module:Class" for a backend of your own
-_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|authorization|credential)", re.I)
+# "token" only as a whole word part (auth_token, x-token), so max_tokens / max_output_tokens stay readable.
+_SECRET_KEY = re.compile(r"(api[_-]?key|(^|[_-])token$|secret|password|authorization|credential)", re.I)
 REDACTED = "***"
 
 

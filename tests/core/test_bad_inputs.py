@@ -87,3 +87,16 @@ def test_a_filter_that_selects_nothing_says_so(workdir: Path, scripted_llm) -> N
     data, cfg, out = write_tasks(workdir), write_config(workdir, "cfg"), workdir / "out"
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--filter", "^nomatch$"], scripted_llm)
     _check_refused(proc, out, scripted_llm, "0 rows after --filter/--slice")
+
+
+def test_a_key_given_on_the_command_line_is_refused(workdir: Path, scripted_llm) -> None:
+    data, cfg, out = write_tasks(workdir), write_config(workdir, "cfg"), workdir / "out"
+    literal = '{"model": {"model_kwargs": {"api_key": "sk-live-123456"}}}'
+    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--override-config", literal],
+                   scripted_llm)
+    _check_refused(proc, out, scripted_llm, "--override-config: model.model_kwargs.api_key: a secret on the command")
+    assert "sk-live-123456" not in proc.stderr
+    reference = '{"model": {"model_kwargs": {"api_key": "${MIMO_TEST_API_KEY}", "max_output_tokens": 64}}}'
+    ok = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--override-config", reference],
+                 scripted_llm)
+    assert ok.returncode == 0, ok.stderr
