@@ -20,13 +20,13 @@ def test_task_agent_timeout_ends_the_agent_and_the_committed_state_is_graded(
     tmp_path: Path, scripted_llm, run_rollout
 ) -> None:
     scripted_llm.set_responder(COMMIT_THEN_KEEP_WORKING)
-    rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", agent_timeout=1.5))
+    rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", agent_timeout=3))
     record, rollout = run_rollout(rows, write_harbor_config(tmp_path, agent={"step_limit": 500}))
     assert record.exit_status == "time_limit" and record.infra_error is False
-    assert 3 <= record.steps < 20
+    assert 2 <= record.steps < 40  # it kept working after its commit, until the task's limit
     assert (record.reward, record.passed) == (1.0, True)  # the commit, not the later uncommitted edit
     assert record.grading["uncommitted_files"] == 1
-    assert "agent time limit: 1.5s" in (rollout / "instance.log").read_text()
+    assert "agent time limit: 3s" in (rollout / "instance.log").read_text()
 
 
 def test_a_command_still_running_at_the_task_timeout_is_stopped_there(
