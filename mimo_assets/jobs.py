@@ -11,6 +11,7 @@ from dagster import (
     OpExecutionContext,
     ResourceParam,
     define_asset_job,
+    in_process_executor,
     job,
     op,
 )
@@ -41,6 +42,8 @@ class EvaluateConfig(Config):
     num_rollouts: int = 1
     workers: int = 4
     redo_existing: bool = False
+    paired: bool = Field(default=False, description="run every config on every instance (paired A/B) instead of "
+                                                    "assigning one config per instance at random")
     recalc: str | None = Field(default=None, description="gt, or an earlier output folder to regrade")
     output_dir: str = Field(default="", description="the run's output folder; default <output root>/runs/<run id>")
 
@@ -48,7 +51,7 @@ class EvaluateConfig(Config):
         """The planner's request; `resolved` gives what the run fills in (dataset, configs, output...)."""
         selection = Selection(filter=self.filter, shuffle=self.shuffle, slice=self.slice, seed=self.seed)
         return RunRequest(split=self.split, selection=selection, num_rollouts=self.num_rollouts,
-                          redo_existing=self.redo_existing, recalc=self.recalc, **resolved)
+                          redo_existing=self.redo_existing, recalc=self.recalc, paired=self.paired, **resolved)
 
 
 @op(out={})
@@ -73,6 +76,7 @@ def evaluate_job() -> None:
 
 analytics_job = define_asset_job(
     "refresh_analytics", selection=AssetSelection.groups(ANALYTICS_GROUP),
+    executor_def=in_process_executor,  # seven small steps: one process, not one process (and import) each
     description="Rebuild the results table and every analytics asset (and run their checks).",
 )
 register_configs_job = define_asset_job("register_configs", selection=AssetSelection.assets(CONFIG_FILES))

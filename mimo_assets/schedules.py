@@ -7,7 +7,14 @@ environment variables so a deployment changes it without a code change; unset me
 
 import os
 
-from dagster import RunRequest, ScheduleEvaluationContext, SkipReason, schedule
+from dagster import (
+    DefaultScheduleStatus,
+    RunRequest,
+    RunsFilter,
+    ScheduleEvaluationContext,
+    SkipReason,
+    schedule,
+)
 
 from mimo_assets.jobs import evaluate_job
 
@@ -24,6 +31,7 @@ def nightly_request(night: str, env: dict[str, str]) -> RunRequest | SkipReason:
         "dataset": dataset, "configs": configs, "split": env.get("MIMOAGENT_NIGHTLY_SPLIT") or None,
         "num_rollouts": int(env.get("MIMOAGENT_NIGHTLY_ROLLOUTS", "1")),
         "workers": int(env.get("MIMOAGENT_NIGHTLY_WORKERS", "8")),
+        "paired": env.get("MIMOAGENT_NIGHTLY_PAIRED", "0").lower() in ("1", "true", "yes"),
     }
     root = env.get("MIMOAGENT_OUTPUT_ROOT")
     if root:
@@ -35,7 +43,14 @@ def nightly_request(night: str, env: dict[str, str]) -> RunRequest | SkipReason:
     )
 
 
-@schedule(job=evaluate_job, cron_schedule=NIGHTLY_CRON, name="nightly_eval")
+@schedule(job=evaluate_job, cron_schedule=NIGHTLY_CRON, name="nightly_eval",
+          default_status=DefaultScheduleStatus.RUNNING)
 def nightly_eval(context: ScheduleEvaluationContext) -> RunRequest | SkipReason:
+    """One run per night: Dagster does not deduplicate a schedule's run keys across ticks (a tick at
+    another time of the same night would start a second run), so a night that has its run is skipped."""
     night = context.scheduled_execution_time.date().isoformat()
+    done = context.instance.get_runs(RunsFilter(tags={"mimoagent/source": "nightly", "mimoagent/date": night}),
+                                     limit=1)
+    if done:
+        return SkipReason(f"night {night} already has its run {done[0].run_id}")
     return nightly_request(night, dict(os.environ))

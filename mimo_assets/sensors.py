@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dagster import (
     DagsterRunStatus,
+    DefaultSensorStatus,
     RunRequest,
     RunsFilter,
     SensorEvaluationContext,
@@ -41,7 +42,7 @@ _IN_PROGRESS = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRu
                 DagsterRunStatus.STARTED]
 
 
-@sensor(job=analytics_job, minimum_interval_seconds=60)
+@sensor(job=analytics_job, minimum_interval_seconds=30, default_status=DefaultSensorStatus.RUNNING)
 def analytics_after_new_results(context: SensorEvaluationContext) -> SensorResult | SkipReason:
     """Refresh the results table and analytics once new graded results have landed and nothing is still
     writing them. Watching the graded results themselves (not runs of one job) catches CLI runs, which

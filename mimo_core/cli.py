@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", default=None, metavar="REGEX", help="keep instance ids matching REGEX")
     p.add_argument("--shuffle", action="store_true", help="shuffle instances (seeded by --seed)")
     p.add_argument("--seed", type=int, default=0, help="seed for --shuffle and A/B config assignment")
+    p.add_argument("--paired", action="store_true",
+                   help="with several -c: run every config on every instance (paired A/B) instead of one each")
     p.add_argument("--workers", type=int, default=1, help="rollouts run in parallel")
     p.add_argument("--num-rollouts", type=int, default=1, metavar="K", help="rollouts per instance")
     p.add_argument("--redo-existing", action="store_true", help="rerun rollouts that already finished")
@@ -236,7 +238,7 @@ def _request(args: argparse.Namespace) -> Any:
         configs=list(args.config),
         overrides=[parse_override(o) for o in args.override_config],
         num_rollouts=args.num_rollouts, redo_existing=args.redo_existing, recalc=args.recalc_input,
-        output_dir=Path(args.output).resolve(), run_id=args.run_id or new_run_id(),
+        paired=args.paired, output_dir=Path(args.output).resolve(), run_id=args.run_id or new_run_id(),
     )
 
 

@@ -54,6 +54,7 @@ class RunRequest(BaseModel):
     split: str | None = None
     selection: Selection = Field(default_factory=Selection)
     configs: list[str] = Field(description="config files; several = one per instance at random (A/B)")
+    paired: bool = Field(default=False, description="every config on every instance (paired A/B) instead")
     # May carry keys (a model endpoint's api_key): never serialized, so never in a log or a pipe.
     overrides: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     num_rollouts: int = Field(default=1, ge=1, description="K independent rollouts per instance")
@@ -98,7 +99,8 @@ def plan_run(
     else:
         jobs = [RolloutJob(task=task, config=config, rollout_index=k, output_dir=request.output_dir,
                            run_id=request.run_id, recalc=request.recalc)
-                for task, config in _assignments(selected, configs, sel) for k in range(request.num_rollouts)]
+                for task, config in _assignments(selected, configs, sel, request.paired)
+                for k in range(request.num_rollouts)]
     todo = _not_finished(jobs, request.output_dir, request.redo_existing)
     check_runnable((j.task, j.config) for j in todo)
     return RunPlan(selected, configs, todo, len(jobs) - len(todo))
@@ -124,9 +126,15 @@ def select(sel: Selection, tasks: list[Task]) -> list[Task]:
 
 
 def _assignments(
-    tasks: list[Task], configs: list[NamedConfig], sel: Selection,
+    tasks: list[Task], configs: list[NamedConfig], sel: Selection, paired: bool = False,
 ) -> Iterable[tuple[Task, NamedConfig]]:
-    """A/B: each row gets one config at random (seeded); named partitions get exactly their config."""
+    """A/B: each row gets one config at random (seeded), or every config when `paired`; named partitions
+    get exactly their config."""
+    if sel.partitions is None and paired:
+        for task in tasks:
+            for config in configs:
+                yield task, config
+        return
     if sel.partitions is None:
         for task in tasks:
             yield task, assign_config(task.instance_id, configs, sel.seed)

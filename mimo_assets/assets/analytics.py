@@ -1,4 +1,4 @@
-"""Analytics on the results table: pass rates with intervals, pass@k, paired A/B, usage, exit statuses.
+"""Analytics on the results table: pass rates with intervals, pass@k, A/B, usage, exit statuses.
 
 Each asset publishes its table as markdown metadata (rendered in the UI) and writes it beside the
 results table; the pass-rate plot is embedded in the metadata and saved as a PNG.
@@ -20,7 +20,7 @@ from mimo_assets.asset_keys import (
     USAGE_BY_CONFIG,
 )
 from mimo_assets.assets.results import RESULTS_PARQUET
-from mimo_assets.helpers import stats
+from mimo_assets.helpers import ab, stats
 from mimo_assets.helpers.plots import pass_rate_png, write_png
 from resources import OutputStore
 
@@ -53,15 +53,11 @@ def pass_at_k(output_store: OutputStore) -> MaterializeResult:
 
 @asset(key=AB_COMPARISON, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def ab_comparison(context: AssetExecutionContext, output_store: OutputStore) -> MaterializeResult:
-    """Every pair of configs on the instances both ran: B − A with its 95% interval, flipped instances."""
-    pairs = stats.all_pairs(_table(output_store))
-    df = pl.DataFrame(
-        [{k: (", ".join(v) if isinstance(v, list) else v) for k, v in p.items()} for p in pairs],
-        schema={"a": pl.String, "b": pl.String, "shared_instances": pl.Int64, "pass_rate_a": pl.Float64,
-                "pass_rate_b": pl.Float64, "difference": pl.Float64, "ci_low": pl.Float64,
-                "ci_high": pl.Float64, "flipped_to_pass": pl.String, "flipped_to_fail": pl.String},
-    )
-    return _publish(output_store, "ab_comparison", df, pairs=MetadataValue.json(json.loads(json.dumps(pairs))))
+    """Every pair of configs, B − A with a 95% interval right for the design: paired (every config on
+    every instance) with the flipped instances, or unpaired (random assignment) with Newcombe's interval."""
+    pairs = ab.all_pairs(_table(output_store))
+    return _publish(output_store, "ab_comparison", ab.pairs_frame(pairs),
+                    pairs=MetadataValue.json(json.loads(json.dumps(pairs))))
 
 
 @asset(key=USAGE_BY_CONFIG, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})

@@ -71,38 +71,6 @@ def pass_at_k_by_config(df: pl.DataFrame, ks: list[int] | None = None) -> pl.Dat
     return pl.DataFrame(rows, schema=schema).sort("config_name", "k")
 
 
-def paired_comparison(df: pl.DataFrame, a: str, b: str) -> dict[str, Any]:
-    """B minus A on the instances both configs ran: mean difference of per-instance pass rates, a 95%
-    normal-approximation interval over the paired differences, and which instances flipped."""
-    rates = scored(df).group_by("instance_id", "config_name").agg(rate=pl.col("ok").mean())
-    wide = (
-        rates.filter(pl.col("config_name").is_in([a, b]))
-        .pivot(on="config_name", index="instance_id", values="rate")
-    )
-    if a not in wide.columns or b not in wide.columns:
-        wide = pl.DataFrame(schema={"instance_id": pl.String, a: pl.Float64, b: pl.Float64})
-    wide = wide.drop_nulls([a, b]).sort("instance_id")
-    n = wide.height
-    diffs = (wide[b] - wide[a]).to_list()
-    mean = sum(diffs) / n if n else 0.0
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else 0.0
-    half = Z95 * sd / math.sqrt(n) if n else 0.0
-    gained = wide.filter((pl.col(a) < 0.5) & (pl.col(b) >= 0.5))["instance_id"].to_list()
-    lost = wide.filter((pl.col(a) >= 0.5) & (pl.col(b) < 0.5))["instance_id"].to_list()
-    return {
-        "a": a, "b": b, "shared_instances": n,
-        "pass_rate_a": float(wide[a].mean()) if n else None,
-        "pass_rate_b": float(wide[b].mean()) if n else None,
-        "difference": mean, "ci_low": mean - half, "ci_high": mean + half,
-        "flipped_to_pass": gained, "flipped_to_fail": lost,
-    }
-
-
-def all_pairs(df: pl.DataFrame) -> list[dict[str, Any]]:
-    configs = sorted(df["config_name"].unique().to_list())
-    return [paired_comparison(df, a, b) for i, a in enumerate(configs) for b in configs[i + 1:]]
-
-
 def usage_by_config(df: pl.DataFrame) -> pl.DataFrame:
     return (
         df.with_columns(tokens=pl.col("prompt_tokens") + pl.col("completion_tokens"))

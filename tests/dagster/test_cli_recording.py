@@ -128,3 +128,18 @@ def test_two_cli_runs_record_into_one_instance_at_once(tmp_path: Path, dagster_e
     assert [r.status.value for r in instance.get_runs()] == ["SUCCESS", "SUCCESS"]
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
         f"{c}|greet-{i}" for c in ("good", "bad") for i in range(6)}
+
+
+def test_paired_flag_runs_every_config_on_every_instance_and_random_ab_one_each(
+    tmp_path: Path, dagster_env, llm,
+) -> None:
+    data = write_tasks(tmp_path, 4)
+    good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
+    base = ["-c", str(good), "-c", str(bad), "--dataset", str(data), "--workers", "4"]
+    run_cli([*base, "-o", str(tmp_path / "random")], llm, dagster_env)
+    instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+    random_parts = instance.get_materialized_partitions(AssetKey("graded_results"))
+    assert len(random_parts) == 4 and {p.split("|")[1] for p in random_parts} == {f"greet-{i}" for i in range(4)}
+    run_cli([*base, "--paired", "-o", str(tmp_path / "paired")], llm, dagster_env)
+    assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
+        f"{c}|greet-{i}" for c in ("good", "bad") for i in range(4)}

@@ -38,14 +38,18 @@ def test_nightly_schedule_requests_the_configured_set_tagged_with_the_date(tmp_p
     assert isinstance(nightly_request("2026-03-04", {}), SkipReason)
 
 
-def test_nightly_schedule_evaluates_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nightly_schedule_evaluates_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MIMOAGENT_NIGHTLY_DATASET", "/data/tasks.jsonl")
     monkeypatch.setenv("MIMOAGENT_NIGHTLY_CONFIGS", "/c/a.yaml")
     import datetime
 
-    ctx = build_schedule_context(scheduled_execution_time=datetime.datetime(2026, 5, 6, 2, 0))
-    [req] = nightly_eval.evaluate_tick(ctx).run_requests
-    assert req.tags["mimoagent/date"] == "2026-05-06"
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_config(str(tmp_path)) as instance:
+        when = datetime.datetime(2026, 5, 6, 2, 0)
+        [req] = nightly_eval.evaluate_tick(build_schedule_context(instance, scheduled_execution_time=when)).run_requests
+        assert req.tags["mimoagent/date"] == "2026-05-06"
+        assert req.run_config["ops"]["evaluate_op"]["config"]["paired"] is False
 
 
 def test_partition_keys_round_trip_and_bad_ids_are_named() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mimo_assets.helpers import stats
+from mimo_assets.helpers import ab, stats
 from mimo_assets.helpers.plots import pass_rate_png
 from mimo_assets.helpers.table import frame_from_run_dirs
 from mimo_core.results import ResultRecord, ResultsStore
@@ -70,12 +70,14 @@ def test_pass_at_k_per_config_goes_up_to_the_rollouts_every_instance_has(two_run
     assert pak.filter(pl.col("config_name") == "A")["k"].to_list() == [1]  # i4 has one scored rollout
 
 
+
 def test_paired_comparison_uses_shared_instances_and_names_flips(two_runs: pl.DataFrame) -> None:
-    ab = stats.paired_comparison(two_runs, "A", "B")
-    assert ab["shared_instances"] == 3  # i1, i2, i3: i4 and i5 ran under one config only
-    assert ab["difference"] == pytest.approx(((1 - 0.5) + (0.5 - 0) + (0 - 1)) / 3)
-    assert ab["ci_low"] < ab["difference"] < ab["ci_high"]
-    assert ab["flipped_to_pass"] == ["i2"] and ab["flipped_to_fail"] == ["i3"]
+    pair = ab.compare(two_runs, "A", "B")
+    assert pair["design"] == "paired" and pair["method"] == "normal-paired"  # 2 rollouts: fractional rates
+    assert pair["shared_instances"] == 3  # i1, i2, i3: i4 and i5 ran under one config only
+    assert pair["difference"] == pytest.approx(((1 - 0.5) + (0.5 - 0) + (0 - 1)) / 3)
+    assert pair["ci_low"] < pair["difference"] < pair["ci_high"]
+    assert pair["flipped_to_pass"] == ["i2"] and pair["flipped_to_fail"] == ["i3"]
 
 
 def test_usage_and_exit_statuses_per_config(two_runs: pl.DataFrame) -> None:
@@ -89,3 +91,45 @@ def test_pass_rates_render_as_markdown_and_a_png(two_runs: pl.DataFrame) -> None
     md = stats.to_markdown(stats.pass_rate_by_config(two_runs))
     assert md.splitlines()[0].startswith("| config_name |") and "| A |" in md
     assert pass_rate_png(stats.pass_rate_by_config(two_runs)).startswith(b"\x89PNG")
+
+
+def test_newcombe_unpaired_interval_matches_newcombe_1998() -> None:
+    """Newcombe (1998) Table II example: 56/70 vs 48/80, difference 0.2, 95% CI 0.0524 to 0.3339."""
+    d, lo, hi = ab.newcombe_unpaired(48, 80, 56, 70)
+    assert (round(d, 4), round(lo, 4), round(hi, 4)) == (0.2, 0.0524, 0.3339)
+    assert ab.newcombe_unpaired(0, 0, 3, 5) is None
+
+
+def test_paired_interval_is_narrower_than_unpaired_when_outcomes_agree_and_never_zero_width() -> None:
+    d, lo, hi = ab.newcombe_paired(both=12, b_only=9, a_only=2, neither=4)
+    assert d == pytest.approx(7 / 27) and 0 < lo < d < hi < 1
+    _, ulo, uhi = ab.newcombe_unpaired(14, 27, 21, 27)
+    assert hi - lo < uhi - ulo  # the pairing's positive correlation is information
+    d, lo, hi = ab.newcombe_paired(both=5, b_only=0, a_only=0, neither=5)  # identical outcomes
+    assert d == 0 and lo < 0 < hi
+    assert ab.newcombe_paired(0, 0, 0, 0) is None
+
+
+def test_random_assignment_gives_an_unpaired_figure_not_zero_over_zero_shared(tmp_path: Path) -> None:
+    """Several -c assign one config per instance: no shared instance, so the comparison is unpaired."""
+    a, b = tmp_path / "run-a", tmp_path / "run-b"
+    _write(a, "A", {f"a{i}": [i < 3] for i in range(10)})   # 3/10
+    _write(b, "B", {f"b{i}": [i < 8] for i in range(10)})   # 8/10
+    pair = ab.compare(frame_from_run_dirs([a, b]), "A", "B")
+    assert pair["design"] == "unpaired" and pair["method"] == "newcombe" and pair["shared_instances"] == 0
+    assert (pair["n_a"], pair["n_b"]) == (10, 10) and pair["difference"] == pytest.approx(0.5)
+    assert 0 < pair["ci_low"] < 0.5 < pair["ci_high"] < 1
+    empty = ab.compare(frame_from_run_dirs([a]), "A", "B")
+    assert empty["difference"] is None and empty["ci_low"] is None and empty["ci_high"] is None
+
+
+def test_every_config_on_every_instance_gives_the_paired_figure_and_flips(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    _write(run, "A", {f"i{i:02d}": [i < 8] for i in range(20)})   # passes i00..i07
+    _write(run, "B", {f"i{i:02d}": [i < 16] for i in range(20)})  # passes i00..i15: 8 flips, none back
+    pair = ab.compare(frame_from_run_dirs([run]), "A", "B")
+    assert pair["design"] == "paired" and pair["method"] == "newcombe-paired" and pair["shared_instances"] == 20
+    assert pair["difference"] == pytest.approx(0.4) and 0 < pair["ci_low"] < 0.4 < pair["ci_high"] < 1
+    assert pair["flipped_to_pass"] == [f"i{i:02d}" for i in range(8, 16)] and pair["flipped_to_fail"] == []
+    table = ab.pairs_frame([pair])
+    assert table.row(0, named=True)["flipped_to_pass"].startswith("i08, i09")
