@@ -35,6 +35,21 @@ def test_deepswe_samples_convert_with_everything_grading_needs(tmp_path: Path, h
     assert r["problem_statement"].startswith("httpx responses")
     assert r["gold_patch"] is None and r["solution_script"] is None  # missing optional files are fine
     assert r["metadata"]["base_commit_hash"] == "b5addb64f0161ff6bfe94c124ef76f6a1fba5254"
+    assert r["build_timeout_sec"] == 1800.0 and r["verifier_build_timeout_sec"] == 1800.0
+    # the samples ship without their scripts: every task is reported and marked, one line each
+    assert all(row["verifier_files_missing"] == ["tests/test.sh"] for row in out.values())
+    assert sorted(line.split(":")[1].split()[-1] for line in proc.stderr.splitlines()) == sorted(out)
+
+
+def test_a_sample_row_without_dataset_type_is_inferred_deepswe_from_its_image(tmp_path: Path,
+                                                                              harbor_samples: Path) -> None:
+    from mimo_core.datasets.registry import infer_type
+
+    assert convert(harbor_samples, tmp_path / "out.jsonl").returncode == 0
+    for row in rows(tmp_path / "out.jsonl"):
+        bare = {"instance_id": row["instance_id"], "problem_statement": row["problem_statement"],
+                "image": row["image"]}
+        assert infer_type(bare) == "deepswe", row["image"]
 
 
 def test_demo_tasks_convert_to_the_committed_rows(tmp_path: Path) -> None:
