@@ -6,7 +6,10 @@ sandbox (found by its MIMO_SANDBOX marker, the persistent shell included, read f
 beside the previous design (a fresh `bash -c` per call that saves and reloads the session) and a bare
 `sh -c true` spawn for scale.
 
-    uv run python -m bench.bench_bash_tool [--calls 500]
+    uv run python -m bench.bench_bash_tool [--calls 500] [--docker]
+
+`--docker` adds the docker backend (engine and base image from mimo_core/testing/dockerd.py): wall time
+and this process's CPU per call, the persistent shell's exec stream beside one `docker exec` per call.
 """
 
 from __future__ import annotations
@@ -76,9 +79,39 @@ def _rows(sandbox: str, root: str, calls: int) -> list[tuple[str, float, float]]
         env.stop()
 
 
+def _docker_rows(calls: int) -> list[tuple[str, float, float]]:
+    from mimo_core.environments.docker import DockerEnvironment
+    from mimo_core.testing.dockerd import ensure_dockerd
+
+    info = ensure_dockerd()
+    os.environ["DOCKER_HOST"] = info.docker_host
+    env = DockerEnvironment(SandboxSpec(image=info.base_image, cwd="/testbed", timeout=30),
+                            EnvironmentConfig(environment_class="docker"))
+    env.start()
+    try:
+        tool = BashTool(BashConfig(timeout=30))
+        rows = []
+        for name, call, n in (
+            ("bash tool, persistent shell (docker exec stream)", lambda: tool.run({"command": "true"}, env), calls),
+            ("for scale: one docker exec per call (execute)", lambda: env.execute("true", timeout=30),
+             max(20, calls // 10)),
+        ):
+            for _ in range(5):
+                call()
+            cpu0, wall0 = _own_cpu(), time.perf_counter()
+            for _ in range(n):
+                call()
+            rows.append((name + " [runner CPU only]", (time.perf_counter() - wall0) / n * 1000,
+                         (_own_cpu() - cpu0) / n * 1000))
+        return rows
+    finally:
+        env.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=500)
+    ap.add_argument("--docker", action="store_true", help="also the docker backend (starts the test engine)")
     args = ap.parse_args()
     root = tempfile.mkdtemp(prefix="bench-bash-")
     sandboxes = ["none"] + (["bwrap"] if shutil.which("bwrap") else [])
@@ -86,6 +119,8 @@ def main() -> None:
     try:
         for sandbox in sandboxes:
             rows += _rows(sandbox, root, args.calls)
+        if args.docker:
+            rows += _docker_rows(args.calls)
         t0, c0 = time.perf_counter(), _own_cpu()
         n = max(50, args.calls // 5)
         for _ in range(n):
@@ -95,9 +130,10 @@ def main() -> None:
                      cpu / n * 1000))
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"{'per call (command: true)':<62} {'wall ms':>8} {'CPU ms':>8}")
+    width = max(len(r[0]) for r in rows)
+    print(f"{'per call (command: true)':<{width}} {'wall ms':>8} {'CPU ms':>8}")
     for name, wall, cpu in rows:
-        print(f"{name:<62} {wall:8.2f} {cpu:8.2f}")
+        print(f"{name:<{width}} {wall:8.2f} {cpu:8.2f}")
     print(f"(CPU: this process + every process of the sandbox; {args.calls} calls; {os.cpu_count()} cores)")
 
 
