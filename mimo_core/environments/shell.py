@@ -40,6 +40,7 @@ from mimo_core.errors import SandboxError
 MAX_CAPTURE = 8 * 1024 * 1024  # bytes of output kept per call: head and tail halves
 KILL_GRACE = 3.0  # seconds a killed call has to print its marker before the shell itself is replaced
 _RS = b"\x1e"  # record separator starting every protocol line
+_INLINE_MAX = 512  # bytes of command sent inside the call's line; longer ones follow it (see _line)
 _ERROR_LINE = re.compile(rb"^bash: (?:eval: )?line (\d+):", re.M)
 
 
@@ -195,7 +196,7 @@ class ShellSession:
         first_line = self._lines
         self._call = (nonce, out, stream.pid)
         try:
-            stream.send(self._line(command, nonce, out, subshell, env, cwd).encode())
+            stream.send(self._line(command, nonce, out, subshell, env, cwd))
             marker, timed_out, gone = self._wait_marker(stream, nonce, out, start + timeout)
         except OSError:  # the shell died before it could read the call
             marker, timed_out, gone = None, False, True
@@ -241,19 +242,26 @@ class ShellSession:
             pass
 
     def _line(self, command: str, nonce: str, out: str, subshell: bool, env: dict[str, str] | None,
-              cwd: str | None) -> str:
+              cwd: str | None) -> bytes:
+        """The call's line. A long command follows it as raw bytes read by `head -c`: bash reads its own
+        input one byte per syscall (so a child could read the rest), ~3 us a byte; `head` reads blocks,
+        and nothing else is in the stream until the call's marker comes back."""
         q_out = ansi_c_quote(out)
-        body = f"eval {ansi_c_quote(command)}"
+        data = command.replace("\0", "").encode()
+        if len(data) > _INLINE_MAX:
+            fetch, body, drop = f"__mimo_c=$(command -p head -c {len(data)}); ", 'eval "$__mimo_c"', "; unset __mimo_c"
+        else:
+            fetch, body, drop, data = "", f"eval {ansi_c_quote(command)}", "", b""
         if subshell:
             pre = "".join(f"export {k}={ansi_c_quote(v)}; " for k, v in (env or {}).items()
                           if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k))
             go = f"cd -- {ansi_c_quote(cwd)} || exit 1; " if cwd else ""
             body = f"( {go}{pre}{body} )"
-        line = (f"MIMO_CALL={nonce}; export MIMO_CALL; {body} </dev/null >{q_out} 2>&1; "
-                f"printf '\\036{nonce} %d %s\\n' \"$?\" \"$PWD\"; unset MIMO_CALL")
+        line = (f"{fetch}MIMO_CALL={nonce}; export MIMO_CALL; {body} </dev/null >{q_out} 2>&1; "
+                f"printf '\\036{nonce} %d %s\\n' \"$?\" \"$PWD\"; unset MIMO_CALL{drop}")
         if self.host.inline_output:
             line += f"; cat {q_out}; rm -f {q_out}; printf '\\036{nonce}E\\n'"
-        return line + "\n"
+        return (line + "\n").encode() + data
 
     def _wait_marker(self, stream: ShellStream, nonce: str, out: str, deadline: float
                      ) -> tuple[tuple[int, str] | None, bool, bool]:

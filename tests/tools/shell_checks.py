@@ -76,5 +76,17 @@ def hides_its_wrapper(env: Any) -> None:
     assert bash.run({"command": "cat; echo read-nothing"}, env).output == "read-nothing\n[exit code: 0]"
 
 
-ALL = [keeps_state_like_a_terminal, survives_a_timeout, restarts_after_exit, handles_binary_and_huge_output,
-       hides_its_wrapper]
+def runs_long_commands(env: Any) -> None:
+    """Commands past the in-line limit travel after the call's line: same state, output, line numbers."""
+    bash = BashTool(BashConfig(timeout=30, max_output_chars=100000))
+    lines = "".join(f"line {i} {'x' * 50}\n" for i in range(200))
+    res = bash.run({"command": f"mkdir -p long && cd long && cat > f.txt <<'EOF'\n{lines}EOF\n"
+                               "export LONG=1; wc -l < f.txt\nif then"}, env)
+    assert res.output.startswith("200\n") and "line 204: syntax error" in res.output, res.output
+    after = bash.run({"command": "pwd; echo $LONG; tail -n 1 f.txt"}, env).output.splitlines()
+    assert after[0].endswith("/long") and after[1:3] == ["1", f"line 199 {'x' * 50}"], after
+    assert env.execute(f"echo start; : '{'y' * 3000}'; echo end").output == "start\nend\n"
+
+
+ALL = [keeps_state_like_a_terminal, runs_long_commands, survives_a_timeout, restarts_after_exit,
+       handles_binary_and_huge_output, hides_its_wrapper]
