@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dagster import Definitions, ResourceDefinition
 
-from mimo_assets.assets.analytics import ab_comparison, exit_statuses, pass_at_k, pass_rates, usage_by_config
+from mimo_assets.assets.analytics import (
+    ab_comparison,
+    exit_statuses,
+    pass_at_k,
+    pass_rate_trend,
+    pass_rates,
+    usage_by_config,
+)
 from mimo_assets.assets.datasets import config_files, load_dataset
 from mimo_assets.assets.results import results_table
 from mimo_assets.assets.rollouts import rollouts
@@ -16,7 +23,7 @@ from resources import ModelEndpoint, OutputStore, SandboxBackend
 
 defs = Definitions(
     assets=[load_dataset, config_files, rollouts, results_table, pass_rates, pass_at_k, ab_comparison,
-            usage_by_config, exit_statuses],
+            usage_by_config, exit_statuses, pass_rate_trend],
     asset_checks=[trajectories_validate, rewards_in_range, no_missing_partitions],
     jobs=[evaluate_job, analytics_job, register_configs_job],
     schedules=[nightly_eval],

@@ -15,13 +15,15 @@ from mimo_assets.asset_keys import (
     ANALYTICS_GROUP,
     EXIT_STATUSES,
     PASS_AT_K,
+    PASS_RATE_TREND,
     PASS_RATES,
     RESULTS_TABLE,
     USAGE_BY_CONFIG,
 )
-from mimo_assets.assets.results import RESULTS_PARQUET
+from mimo_assets.assets.results import NIGHTS_DIR, RESULTS_PARQUET
 from mimo_assets.helpers import ab, stats
-from mimo_assets.helpers.plots import pass_rate_png, write_png
+from mimo_assets.helpers.plots import pass_rate_png, trend_png, write_png
+from mimo_assets.helpers.table import SCHEMA
 from resources import OutputStore
 
 
@@ -70,3 +72,20 @@ def usage_by_config(output_store: OutputStore) -> MaterializeResult:
 def exit_statuses(output_store: OutputStore) -> MaterializeResult:
     """How rollouts ended, per config."""
     return _publish(output_store, "exit_statuses", stats.exit_statuses_by_config(_table(output_store)))
+
+
+@asset(key=PASS_RATE_TREND, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
+def pass_rate_trend(output_store: OutputStore) -> MaterializeResult:
+    """Pass rate per config per night (every night's table), as a table and a plot. The latest night's
+    rate of each config is also numeric metadata, which the asset's Plots tab charts across refreshes."""
+    folder = output_store.tables_dir() / NIGHTS_DIR
+    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    frames = [pl.read_parquet(f) for f in files]
+    df = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame(schema=SCHEMA)
+    trend = stats.pass_rate_by_night(df)
+    png = output_store.tables_dir() / "pass_rate_trend.png"
+    md = write_png(trend_png(trend), png) if trend.height else "_no graded rollouts yet_"
+    latest = trend.filter(pl.col("night") == trend["night"].max()) if trend.height else trend
+    numbers = {f"pass_rate/{r['config_name']}": float(r["pass_rate"]) for r in latest.iter_rows(named=True)}
+    return _publish(output_store, "pass_rate_trend", trend, plot=MetadataValue.md(md),
+                    plot_path=MetadataValue.path(str(png)), nights=trend["night"].n_unique(), **numbers)

@@ -1,25 +1,51 @@
-"""results table: every graded partition in one parquet table (polars)."""
+"""results table: one parquet table per night (polars), never mixed across nights; the latest night is
+the default view (`results.parquet`, which every analytics asset reads)."""
 
+import os
 
+import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from mimo_assets.asset_keys import ANALYTICS_GROUP, GRADED_RESULTS, RESULTS_TABLE
 from mimo_assets.helpers.stats import to_markdown
-from mimo_assets.helpers.table import collect
+from mimo_assets.helpers.table import SCHEMA, collect_night, graded_by_night
 from resources import OutputStore
 
 RESULTS_PARQUET = "results.parquet"
+NIGHTS_DIR = "nights"
+
+
+def write_parquet(df: pl.DataFrame, path: os.PathLike[str]) -> None:
+    """Atomically: a reader (the UI, a notebook) never sees half a table."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    df.write_parquet(tmp)
+    os.replace(tmp, path)
 
 
 @asset(key=RESULTS_TABLE, group_name=ANALYTICS_GROUP, deps=[GRADED_RESULTS], kinds={"polars", "parquet"})
 def results_table(context: AssetExecutionContext, output_store: OutputStore) -> MaterializeResult:
-    df = collect(context.instance)
+    """Each night's latest graded partitions with their records (`tables/nights/<night>.parquet`, one file
+    per night: a new night never rewrites an earlier one); `results.parquet` is the latest night. Rows
+    carry `night`, `run_id` and `run_dir`, so one run's results are a filter away."""
+    nights = graded_by_night(context.instance)
+    folder = output_store.tables_dir() / NIGHTS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    latest = max(nights) if nights else None
+    df = pl.DataFrame(schema=SCHEMA)
+    for night, parts in sorted(nights.items()):
+        table = collect_night(night, parts)
+        write_parquet(table, folder / f"{night}.parquet")
+        if night == latest:
+            df = table
     path = output_store.tables_dir() / RESULTS_PARQUET
-    df.write_parquet(path)
+    write_parquet(df, path)
     return MaterializeResult(metadata={
+        "night": latest or "-",
+        "nights": MetadataValue.json({n: str(folder / f"{n}.parquet") for n in sorted(nights)}),
         "path": MetadataValue.path(str(path)),
         "rows": df.height,
         "partitions": df.select("instance_id", "config_name").unique().height,
+        "runs": sorted(df["run_id"].unique().to_list()),
         "configs": sorted(df["config_name"].unique().to_list()),
         "preview": MetadataValue.md(to_markdown(df.select(
             "instance_id", "config_name", "rollout_index", "exit_status", "reward", "steps", "cost").head(20))),

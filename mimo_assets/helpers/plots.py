@@ -33,8 +33,35 @@ def pass_rate_png(rates: pl.DataFrame) -> bytes:
     return buf.getvalue()
 
 
+def trend_png(trend: pl.DataFrame) -> bytes:
+    """Pass rate per config over nights, one line each, with 95% Wilson intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nights = sorted(trend["night"].unique().to_list())
+    fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(nights) + 3), 3.5), dpi=100)
+    for (config,), group in sorted(trend.group_by("config_name"), key=lambda g: str(g[0][0])):
+        xs = [nights.index(n) for n in group["night"].to_list()]
+        rate = group["pass_rate"].to_list()
+        err = [[r - lo for r, lo in zip(rate, group["ci_low"].to_list(), strict=True)],
+               [hi - r for r, hi in zip(rate, group["ci_high"].to_list(), strict=True)]]
+        ax.errorbar(xs, rate, yerr=err, marker="o", capsize=4, label=str(config))
+    ax.set_xticks(range(len(nights)), nights, rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("pass rate (95% Wilson CI)")
+    ax.set_title("Pass rate per config per night")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
 def write_png(data: bytes, path: Path) -> str:
     """Save the file and return markdown embedding it, which the UI's metadata panel renders."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    return f"![pass rate by config](data:image/png;base64,{base64.b64encode(data).decode()})"
+    return f"![{path.stem}](data:image/png;base64,{base64.b64encode(data).decode()})"

@@ -55,6 +55,18 @@ def pass_rate_by_config(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def pass_rate_by_night(df: pl.DataFrame) -> pl.DataFrame:
+    """Pass rate per config per night with its Wilson interval: the trend."""
+    agg = (scored(df).group_by("night", "config_name")
+           .agg(rollouts=pl.len(), passed=pl.col("ok").sum()).sort("night", "config_name"))
+    intervals = [wilson_interval(p, n) for p, n in zip(agg["passed"], agg["rollouts"], strict=False)]
+    return agg.with_columns(
+        pass_rate=pl.col("passed") / pl.col("rollouts"),
+        ci_low=pl.Series([lo for lo, _ in intervals], dtype=pl.Float64),
+        ci_high=pl.Series([hi for _, hi in intervals], dtype=pl.Float64),
+    )
+
+
 def pass_at_k_by_config(df: pl.DataFrame, ks: list[int] | None = None) -> pl.DataFrame:
     """Mean over instances of unbiased pass@k, for each k up to the fewest rollouts any instance has."""
     per_instance = scored(df).group_by("config_name", "instance_id").agg(n=pl.len(), c=pl.col("ok").sum())

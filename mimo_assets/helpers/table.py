@@ -7,6 +7,7 @@ one pass over the event log plus one read per run folder builds the table for ev
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,14 @@ SCHEMA: dict[str, Any] = {
     "judge_score": pl.Float64, "recalc": pl.String, "steps": pl.Int64, "prompt_tokens": pl.Int64,
     "completion_tokens": pl.Int64, "cached_tokens": pl.Int64, "reasoning_tokens": pl.Int64,
     "cost": pl.Float64, "duration_s": pl.Float64, "started_at": pl.String, "ended_at": pl.String,
-    "grading": pl.String, "run_dir": pl.String, "traj_path": pl.String,
+    "grading": pl.String, "run_dir": pl.String, "traj_path": pl.String, "night": pl.String,
 }
+NIGHT_TAG = "mimoagent/date"
 
 
-def row(record: ResultRecord, run_dir: Path) -> dict[str, Any]:
+def row(record: ResultRecord, run_dir: Path, night: str | None = None) -> dict[str, Any]:
     data = record.model_dump(exclude={"error", "output_dir"})
+    data["night"] = night
     data["grading"] = json.dumps(record.grading, sort_keys=True, default=str)
     data["run_dir"] = str(run_dir)
     data["traj_path"] = str(run_dir / record.output_dir / "traj.json")
@@ -48,9 +51,10 @@ def frame_from_run_dirs(run_dirs: list[Path]) -> pl.DataFrame:
     return frame(rows)
 
 
-def latest_graded(instance: DagsterInstance) -> dict[tuple[str, str], Path]:
-    """(instance, config) → the run folder of its latest graded materialization."""
-    latest: dict[tuple[str, str], Path] = {}
+def graded_by_night(instance: DagsterInstance) -> dict[str, dict[tuple[str, str], Path]]:
+    """night → (instance, config) → the run folder of that night's latest graded materialization. The
+    night is the `mimoagent/date` tag every door puts on its events (else the event's UTC date)."""
+    nights: dict[str, dict[tuple[str, str], Path]] = {}
     cursor = None
     while True:
         result = instance.fetch_materializations(
@@ -60,19 +64,21 @@ def latest_graded(instance: DagsterInstance) -> dict[tuple[str, str], Path]:
             mat = rec.asset_materialization
             if mat is None or mat.partition is None or "output_dir" not in mat.metadata:
                 continue
-            latest[split_key(mat.partition)] = Path(str(mat.metadata["output_dir"].value))
+            night = (mat.tags or {}).get(NIGHT_TAG) or datetime.fromtimestamp(rec.timestamp, UTC).date().isoformat()
+            nights.setdefault(night, {})[split_key(mat.partition)] = Path(str(mat.metadata["output_dir"].value))
         if not result.has_more:
-            return latest
+            return nights
         cursor = result.cursor
 
 
-def collect(instance: DagsterInstance) -> pl.DataFrame:
+def collect_night(night: str, latest: dict[tuple[str, str], Path]) -> pl.DataFrame:
+    """One night's table: for each partition graded that night, the records of its latest run."""
     by_dir: dict[Path, set[tuple[str, str]]] = {}
-    for part, run_dir in latest_graded(instance).items():
+    for part, run_dir in latest.items():
         by_dir.setdefault(run_dir, set()).add(part)
     rows = []
     for run_dir, parts in by_dir.items():
         for rec in ResultsStore(run_dir).load().values():
             if (rec.instance_id, rec.config_name) in parts and not rec.infra_error:
-                rows.append(row(rec, run_dir))
+                rows.append(row(rec, run_dir, night))
     return frame(rows).sort("config_name", "instance_id", "rollout_index")

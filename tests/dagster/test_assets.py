@@ -4,6 +4,7 @@ environment against the scripted LLM, a regrade, the evaluate job, results table
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,33 @@ def _partition_status(instance: DagsterInstance, key: str) -> tuple[set[str], se
     done = cache.deserialize_materialized_partition_subsets(parts).get_partition_keys()
     failed = cache.deserialize_failed_partition_subsets(parts).get_partition_keys()
     return set(map(str, done)), set(map(str, failed))
+
+
+def test_two_nights_give_a_trend_with_two_points_and_the_first_nights_table_stays_readable(
+    tmp_path: Path, instance,
+) -> None:
+    import polars as pl
+
+    data = write_tasks(tmp_path, 2)
+    configs = [str(write_named_config(tmp_path, "good")), str(write_named_config(tmp_path, "bad"))]
+    evaluate = defs.resolve_job_def("evaluate")
+    for night in ("2026-01-01", "2026-01-02"):
+        run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": configs, "paired": True,
+                                                  "workers": 2, "output_dir": str(tmp_path / night)}}}}
+        assert evaluate.execute_in_process(instance=instance, run_config=run, tags={"mimoagent/date": night}).success
+    assert defs.resolve_job_def("refresh_analytics").execute_in_process(instance=instance).success
+
+    tables = Path(os.environ["MIMOAGENT_OUTPUT_ROOT"]) / "tables"
+    first = pl.read_parquet(tables / "nights" / "2026-01-01.parquet")
+    assert first.height == 4 and set(first["night"]) == {"2026-01-01"}
+    assert set(first["run_dir"]) == {str(tmp_path / "2026-01-01")}  # not mixed with the second night's run
+    latest = pl.read_parquet(tables / "results.parquet")  # the default view: the latest night
+    assert set(latest["night"]) == {"2026-01-02"} and set(latest["run_dir"]) == {str(tmp_path / "2026-01-02")}
+
+    [trend] = instance.fetch_materializations(AssetKey("pass_rate_trend"), limit=1).records
+    meta = trend.asset_materialization.metadata
+    assert meta["nights"].value == 2 and meta["rows"].value == 4  # two points per config
+    assert meta["pass_rate/good"].value == 1.0 and meta["pass_rate/bad"].value == 0.0
+    assert meta["plot"].value.startswith("![pass_rate_trend](data:image/png;base64,")
+    [table] = instance.fetch_materializations(AssetKey("results_table"), limit=1).records
+    assert table.asset_materialization.metadata["night"].value == "2026-01-02"
