@@ -8,12 +8,12 @@ failure can still be found after the resume that fixed it. A finished rollout re
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
 from mimo_core.status import UNGRADED_STATUSES, ExitStatus
+from mimo_core.trajectory import read_trajectory
 
 ATTEMPTS_DIR = "attempts"
 
@@ -21,9 +21,8 @@ ATTEMPTS_DIR = "attempts"
 def previous_status(rollout_dir: Path) -> ExitStatus | None:
     """How the attempt in `rollout_dir` ended (None: no trajectory, i.e. it was killed mid-way)."""
     try:
-        status = json.loads((rollout_dir / "traj.json").read_text()).get("exit_status")
-        return ExitStatus(status)
-    except (OSError, ValueError):
+        return read_trajectory(rollout_dir / "traj.json").exit_status
+    except ValueError:
         return None
 
 

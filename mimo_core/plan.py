@@ -9,7 +9,6 @@ records it into Dagster), serialized with `model_dump_json`.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Iterable
@@ -26,6 +25,7 @@ from mimo_core.datasets.requirements import check_runnable
 from mimo_core.errors import ConfigError
 from mimo_core.results import RESULTS_FILE, ResultsStore
 from mimo_core.rollout import GT, RolloutJob
+from mimo_core.trajectory import read_trajectory
 
 
 def new_run_id() -> str:
@@ -168,11 +168,10 @@ def regrade_jobs(
         task = by_id.get(instance_id)
         if task is None or (wanted is not None and (instance_id, config_name) not in wanted):
             continue
-        traj = source / rec.output_dir / "traj.json"
         try:
-            submission = json.loads(traj.read_text()).get("submission")
-        except (OSError, ValueError) as e:
-            raise ConfigError(f"--recalc-input: cannot read {traj}: {e}") from None
+            submission = read_trajectory(source / rec.output_dir / "traj.json").submission
+        except ValueError as e:
+            raise ConfigError(f"--recalc-input: {e}") from None
         chosen = by_name.get(config_name) or assign_config(instance_id, configs, seed)
         config = NamedConfig(name=config_name, path=chosen.path, config=chosen.config)
         jobs.append(RolloutJob(task=task, config=config, rollout_index=k, output_dir=output_dir, run_id=run_id,
