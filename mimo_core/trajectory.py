@@ -162,7 +162,8 @@ def read_trajectory(path: str | Path) -> Trajectory:
         raise ValueError(f"{path}: cannot read a trajectory: {e}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: a trajectory is a JSON object, got {type(data).__name__}")
+    data = _upgrade(data, path)
     try:
-        return Trajectory.model_validate(_upgrade(data, path))
+        return Trajectory.model_validate(data)
     except ValueError as e:
         raise ValueError(f"{path}: not a valid trajectory: {e}") from None

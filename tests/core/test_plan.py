@@ -10,7 +10,10 @@ import pytest
 from mimo_core.errors import ConfigError
 from mimo_core.plan import RunRequest, Selection, plan_run
 from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.status import ExitStatus
 from mimo_core.testing.tasks import write_config, write_named_config, write_tasks
+
+TRAJ = Path(__file__).parent / "fixtures" / "traj_v1_0.json"  # a trajectory as a finished rollout leaves it
 
 
 @pytest.fixture(autouse=True)
@@ -30,9 +33,12 @@ def _finish(out: Path, instance_id: str, config_name: str, k: int = 0, submissio
     """A finished rollout as `run_one` leaves it: its traj.json, then its results.jsonl line."""
     rel = f"{instance_id}/{config_name}/{k}"
     (out / rel).mkdir(parents=True, exist_ok=True)
-    (out / rel / "traj.json").write_text(json.dumps({"submission": submission}))
+    traj = json.loads(TRAJ.read_text()) | {"instance_id": instance_id, "config_name": config_name,
+                                           "rollout_index": k, "submission": submission}
+    (out / rel / "traj.json").write_text(json.dumps(traj))
     ResultsStore(out).put(ResultRecord(
-        instance_id=instance_id, config_name=config_name, rollout_index=k, run_id="r0", exit_status="submitted",
+        instance_id=instance_id, config_name=config_name, rollout_index=k, run_id="r0",
+        exit_status=ExitStatus.SUBMITTED,
         output_dir=rel, reward=1.0, passed=True))
 
 
