@@ -101,6 +101,7 @@ def test_ab_configs_are_assigned_reproducibly_and_recorded(workdir: Path, script
                        scripted_llm)
         assert proc.returncode == 0, proc.stderr
         recs = ResultsStore(out).load()
+        assert len(recs) == 8
         names.append({k[0]: k[1] for k in recs})
         for r in recs.values():
             traj = json.loads((out / r.output_dir / "traj.json").read_text())
