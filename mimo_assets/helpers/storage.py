@@ -3,7 +3,7 @@ database engine per process and real batch writes.
 
 Dagster's stock SQLite storage builds a new SQLAlchemy engine and connection for every statement and
 stores a batch one event at a time: recording a CLI run cost ~22 ms of CPU per materialization, four
-connections and two commits each (measured with cProfile: 83 % of the recorder's CPU). Here one engine
+connections and two commits each (measured with cProfile: 83 % of the recording child's CPU). Here one engine
 (its pool of connections) lives as long as the storage, and `store_event_batch` writes a batch of
 materializations in one INSERT and one index transaction, as dagster-postgres does. Dagster calls
 `store_event_batch` for events logged with batch metadata (see mimo_assets/helpers/batching.py).
