@@ -1,7 +1,6 @@
 """Asset checks on the results table: trajectories validate, rewards are in range, nothing is missing."""
 
 
-from pathlib import Path
 
 import polars as pl
 from dagster import AssetCheckExecutionContext, AssetCheckResult, MetadataValue, asset_check
@@ -10,7 +9,7 @@ from mimo_assets.asset_keys import GRADED_RESULTS
 from mimo_assets.assets.results import RESULTS_PARQUET, results_table
 from mimo_assets.partitions import partition_key
 from mimo_core.results import ResultsStore
-from mimo_core.trajectory import Trajectory
+from mimo_core.trajectory import read_trajectory
 from resources import OutputStore
 
 MAX_LISTED = 20
@@ -24,8 +23,8 @@ def invalid_trajectories(paths: list[str]) -> list[str]:
     bad = []
     for path in paths:
         try:
-            Trajectory.model_validate_json(Path(path).read_bytes())
-        except (OSError, ValueError) as e:
+            read_trajectory(path)  # any schema version this code wrote
+        except ValueError as e:
             bad.append(f"{path}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     return bad
 
