@@ -87,7 +87,8 @@ class DeepSWEDatasetType(RepoDatasetType):
         artifact = pm.path(task.patch_artifact)
         cwd = env.spec.cwd
         status = run(env, f"{GIT} status --porcelain --untracked-files=all", cwd=cwd)
-        uncommitted = len([line for line in status.output.splitlines() if line.strip()])
+        uncommitted = (len([line for line in status.output.splitlines() if line.strip()])
+                       if status.returncode == 0 else None)  # None: not a git repository any more
         self.collect_notes = {"collect_mode": self.collect, "uncommitted_files": uncommitted}
         if self.collect == "lenient" and uncommitted:
             run(env, f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'agent changes')",
