@@ -25,7 +25,8 @@ from mimo_core.attempts import is_finished_attempt, keep_failed_attempt
 from mimo_core.blame import WorkdirDestroyed, check_workdir
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import DatasetType, Task
-from mimo_core.datasets.requirements import agent_deadline, keep_verifier_evidence, preflight, with_task_limits
+from mimo_core.datasets.requirements import preflight
+from mimo_core.datasets.task_limits import agent_deadline, with_task_limits
 from mimo_core.disk import disk_full, is_disk_full
 from mimo_core.environments.base import (
     LABEL_CONFIG,
@@ -37,6 +38,7 @@ from mimo_core.environments.base import (
     make_environment,
 )
 from mimo_core.errors import MimoError, SandboxError, status_of
+from mimo_core.grading.evidence import keep_verifier_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
 from mimo_core.results import ResultRecord, ResultsStore, write_json

@@ -6,24 +6,17 @@ its image cannot be run on the host, and a row whose verifier files are missing 
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import shutil
-import threading
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from mimo_core.config import EnvironmentConfig, MimoConfig, NamedConfig
 from mimo_core.datasets.base import Task
-from mimo_core.environments.base import Environment
 from mimo_core.errors import ConfigError, MimoError, SandboxError
-from mimo_core.grading.grade import Grade
 from mimo_core.status import ExitStatus
 
 HOST_SWITCH = "environment.run_image_tasks_on_host: true"
 log = logging.getLogger("mimoagent")
-EVIDENCE_DIR = "verifier"  # in the rollout folder: what the verifier wrote, and its whole output
 
 
 class UngradableTask(MimoError):
@@ -91,41 +84,3 @@ def preflight(task: Task, config: MimoConfig) -> None:
         raise UngradableTask(problem)
     if (problem := backend_problem(task, config.environment)) is not None:
         raise SandboxError(problem)
-
-
-def with_task_limits(config: MimoConfig, task: Task) -> MimoConfig:
-    """The task's own agent timeout (Harbor `[agent].timeout_sec`) is the agent's wall-clock limit unless
-    the config sets a stricter one."""
-    task_limit = getattr(task, "agent_timeout_sec", None) or 0.0
-    configured = config.agent.time_limit
-    if task_limit <= 0 or (configured and configured <= task_limit):
-        return config
-    return config.model_copy(update={"agent": config.agent.model_copy(update={"time_limit": task_limit})})
-
-
-@contextlib.contextmanager
-def agent_deadline(env: Environment, seconds: float) -> Iterator[None]:
-    """At the time limit, kill the command the agent is running (the loop checks its limits between
-    steps, so a long command would otherwise overrun it by up to the tool's own timeout)."""
-    interrupt = getattr(env, "interrupt", None)
-    if not seconds or seconds <= 0 or interrupt is None:
-        yield
-        return
-    timer = threading.Timer(seconds, interrupt)
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-
-
-def keep_verifier_evidence(grade: Grade, rollout_dir: Path) -> None:
-    """Move the verifier's copied logs folder into the rollout folder (`verifier/`)."""
-    if not grade.evidence_dir:
-        return
-    dest = rollout_dir / EVIDENCE_DIR
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.move(grade.evidence_dir, dest)
-    grade.evidence_dir = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from mimo_core.grading.grade import Grade
 from mimo_core.grading.test_outcomes import summarise_folder
 
 MAX_EVIDENCE_BYTES = 200 * 1024 * 1024  # a verifier that writes more keeps only its reports (*.json, reward.*)
+EVIDENCE_DIR = "verifier"  # in the rollout folder: what the verifier wrote, and its whole output
 OUTPUT_FILE = "verifier_output.txt"  # the verifier command's whole stdout+stderr (the record keeps a tail)
 
 
@@ -50,3 +52,14 @@ def keep_evidence(env: Environment, verifier_dir: str, output: str, grade: Grade
     summary = summarise_folder(dest, test_config)
     if summary is not None:
         grade.details["tests"] = summary.model_dump()
+
+
+def keep_verifier_evidence(grade: Grade, rollout_dir: Path) -> None:
+    """Move the verifier's copied logs folder into the rollout folder (`verifier/`)."""
+    if not grade.evidence_dir:
+        return
+    dest = rollout_dir / EVIDENCE_DIR
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.move(grade.evidence_dir, dest)
+    grade.evidence_dir = None
