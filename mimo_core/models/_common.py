@@ -18,6 +18,7 @@ from mimo_core.errors import ModelError, ModelInterrupted
 from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.base import ModelResponse, Usage
 from mimo_core.models.body_text import BodyEncoder, WireLists
+from mimo_core.models.interruptible import Cancelled, call_interruptibly
 from mimo_core.models.retry import UnusableReply, call_with_retry
 from mimo_core.models.secrets import client_secrets, scrub
 
@@ -105,30 +106,14 @@ class ProtocolModel:
         return data
 
     def _post_interruptibly(self, payload: bytes, cancel: threading.Event | None) -> dict[str, Any]:
-        """The post runs on a helper thread while this one watches `cancel`: a Ctrl-C need not wait for
-        the request timeout. An abandoned request ends on its own (the thread is a daemon)."""
+        """With `cancel`, the post runs on a helper thread while this one watches the event: a Ctrl-C need
+        not wait for the request timeout."""
         if cancel is None:
             return self._usable(self._post(payload))
-        if cancel.is_set():
-            raise ModelInterrupted(f"model {self.name}: interrupted")
-        box: list[Any] = []
-        done = threading.Event()
-
-        def work() -> None:
-            try:
-                box.append((True, self._post(payload)))
-            except BaseException as e:
-                box.append((False, e))
-            done.set()
-
-        threading.Thread(target=work, name="model-call", daemon=True).start()
-        while not done.wait(0.1):
-            if cancel.is_set():
-                raise ModelInterrupted(f"model {self.name}: interrupted during a call")
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return self._usable(value)
+        try:
+            return self._usable(call_interruptibly(lambda: self._post(payload), cancel))
+        except Cancelled:
+            raise ModelInterrupted(f"model {self.name}: interrupted during a call") from None
 
     def query(self, messages: list[Message], tools: list[ToolSchema],
               cancel: threading.Event | None = None) -> ModelResponse:
