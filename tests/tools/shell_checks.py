@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from typing import Any
 
@@ -28,14 +29,18 @@ def keeps_state_like_a_terminal(env: Any) -> None:
 def survives_a_timeout(env: Any) -> None:
     bash = BashTool(BashConfig(timeout=10))
     bash.run({"command": "export KEPT=1; cd /"}, env)
+    # sleep lengths no other process on the machine uses: without a sandbox the probe reads every
+    # process's /proc, and other tests (this one on another backend, too) run beside this one
+    tag = str(secrets.randbelow(9 * 10**6) + 10**6)
     start = time.monotonic()
     timed = BashTool(BashConfig(timeout=1)).run(
-        {"command": "echo partial; sleep 3017 & setsid sleep 3018 & (while :; do sleep 3020; done) & sleep 3019"},
+        {"command": f"echo partial; sleep {tag}1 & setsid sleep {tag}2 & (while :; do sleep {tag}4; done) & "
+                    f"sleep {tag}3"},
         env)  # the ( ) subshell never execs: it carries no marker, only the call's output file
     assert time.monotonic() - start < 8
     assert timed.output.startswith("partial\n") and "timed out after 1 seconds" in timed.output
-    alive = "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -Eo 'sleep (301[789]|3020)' | wc -l"
-    before = bash.run({"command": "sleep 3017 & sleep 0.5; echo started; " + alive + "; kill $!; wait $!"}, env).output
+    alive = f"cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -Eo 'sleep {tag}[1-4]' | wc -l"
+    before = bash.run({"command": f"sleep {tag}1 & sleep 0.5; echo started; {alive}; kill $!; wait $!"}, env).output
     assert "started\n1\n" in before, before  # the probe does see a live sleep
     after = bash.run({"command": "echo $KEPT; pwd; " + alive}, env)
     # the shell kept its state and the whole tree is gone (bash may report the killed jobs in between)
