@@ -42,6 +42,8 @@ class EvaluateConfig(Config):
     num_rollouts: int = 1
     workers: int = 4
     redo_existing: bool = False
+    rerun_status: list[str] = Field(default_factory=list, description="rerun exactly the finished rollouts with "
+                                                                      "these exit statuses (e.g. model_error)")
     paired: bool = Field(default=False, description="run every config on every instance (paired A/B) instead of "
                                                     "assigning one config per instance at random")
     recalc: str | None = Field(default=None, description="gt, or an earlier output folder to regrade")
@@ -51,7 +53,8 @@ class EvaluateConfig(Config):
         """The planner's request; `resolved` gives what the run fills in (dataset, configs, output...)."""
         selection = Selection(filter=self.filter, shuffle=self.shuffle, slice=self.slice, seed=self.seed)
         return RunRequest(split=self.split, selection=selection, num_rollouts=self.num_rollouts,
-                          redo_existing=self.redo_existing, recalc=self.recalc, paired=self.paired, **resolved)
+                          redo_existing=self.redo_existing,
+                          rerun_status=self.rerun_status, recalc=self.recalc, paired=self.paired, **resolved)
 
 
 @op(out={})

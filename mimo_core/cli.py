@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="rollouts run in parallel")
     p.add_argument("--num-rollouts", type=int, default=1, metavar="K", help="rollouts per instance")
     p.add_argument("--redo-existing", action="store_true", help="rerun rollouts that already finished")
+    p.add_argument("--rerun-status", type=_statuses, default=[], metavar="STATUS,...",
+                   help="rerun exactly the finished rollouts with these exit statuses, e.g. model_error,grading_error")
     p.add_argument("--override-config", action="append", default=[], metavar="JSON",
                    help='deep-merged into every config, e.g. \'{"agent": {"step_limit": 50}}\'')
     p.add_argument("--recalc-input", default=None, metavar="gt|DIR",
@@ -51,6 +53,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-empty", action="store_true", help="a dataset (or selection) of 0 rows is not an error")
     p.add_argument("--run-id", default=None, help=argparse.SUPPRESS)
     return p
+
+
+def _statuses(text: str) -> list[str]:
+    from mimo_core.status import ExitStatus
+
+    known = [s.value for s in ExitStatus]
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown exit status {', '.join(unknown) or repr(text)}; "
+                                         f"known: {', '.join(known)}")
+    return names
 
 
 def build_cleanup_parser() -> argparse.ArgumentParser:
@@ -237,7 +251,8 @@ def _request(args: argparse.Namespace) -> Any:
         selection=Selection(filter=args.filter, shuffle=args.shuffle, slice=args.slice, seed=args.seed),
         configs=list(args.config),
         overrides=[parse_override(o) for o in args.override_config],
-        num_rollouts=args.num_rollouts, redo_existing=args.redo_existing, recalc=args.recalc_input,
+        num_rollouts=args.num_rollouts, redo_existing=args.redo_existing, rerun_status=args.rerun_status,
+        recalc=args.recalc_input,
         paired=args.paired, output_dir=Path(args.output).resolve(), run_id=args.run_id or new_run_id(),
     )
 

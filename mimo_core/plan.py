@@ -25,6 +25,7 @@ from mimo_core.datasets.requirements import check_runnable
 from mimo_core.errors import ConfigError
 from mimo_core.results import RESULTS_FILE, ResultsStore
 from mimo_core.rollout import GT, RolloutJob
+from mimo_core.status import ExitStatus
 from mimo_core.trajectory import read_trajectory
 
 
@@ -59,6 +60,9 @@ class RunRequest(BaseModel):
     overrides: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     num_rollouts: int = Field(default=1, ge=1, description="K independent rollouts per instance")
     redo_existing: bool = False
+    rerun_status: list[ExitStatus] = Field(
+        default_factory=list, description="rerun exactly the finished rollouts that ended with these statuses "
+                                          "(and run those never finished); every other status is kept")
     recalc: str | None = Field(default=None, description="None: run the agent; 'gt': grade the reference "
                                                           "solutions; else an earlier output folder to regrade")
     output_dir: Path = Field(description="the run's output folder: results.jsonl and one folder per rollout")
@@ -101,16 +105,25 @@ def plan_run(
                            run_id=request.run_id, recalc=request.recalc)
                 for task, config in _assignments(selected, configs, sel, request.paired)
                 for k in range(request.num_rollouts)]
-    todo = _not_finished(jobs, request.output_dir, request.redo_existing)
+    todo = _not_finished(jobs, request.output_dir, request.redo_existing, set(request.rerun_status))
     check_runnable((j.task, j.config) for j in todo)
     return RunPlan(selected, configs, todo, len(jobs) - len(todo))
 
 
-def _not_finished(jobs: list[RolloutJob], output_dir: Path, redo_existing: bool) -> list[RolloutJob]:
+def _not_finished(jobs: list[RolloutJob], output_dir: Path, redo_existing: bool,
+                  rerun_status: set[ExitStatus] | None = None) -> list[RolloutJob]:
     """Resume: a rollout is done once its results.jsonl line is there (and, for one that failed through
-    its input's fault, only while that input is unchanged)."""
+    its input's fault, only while that input is unchanged). With `rerun_status` (Harbor's `jobs resume -f`)
+    a recorded rollout is done unless its status is one of those, whatever the status: the user chose."""
+    if redo_existing and rerun_status:
+        raise ConfigError("--redo-existing reruns everything; it cannot be combined with --rerun-status")
     if redo_existing:
         return jobs
+    if rerun_status:
+        store = ResultsStore(output_dir)
+        done = {k for k, r in store.load().items()
+                if r.exit_status not in rerun_status and (output_dir / r.output_dir / "traj.json").exists()}
+        return [j for j in jobs if j.key not in done]
     finished = ResultsStore(output_dir).finished({j.key: j.input_fingerprint for j in jobs})
     return [j for j in jobs if j.key not in finished]
 
