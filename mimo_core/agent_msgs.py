@@ -27,7 +27,6 @@ from typing import Any
 
 # The body encoding of every protocol module (models/_common.py): compact, UTF-8 as is.
 encode_body = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-FILE_FORMAT = 2  # 1: every file held the whole request (still read)
 
 
 class AgentMsgsError(ValueError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -51,8 +50,3 @@ def check_not_empty(n_tasks: int, dataset: str, selected: bool, allow_empty: boo
         how = " after --filter/--slice" if selected else ""
         raise ConfigError(f"--dataset {dataset}: 0 rows{how}; nothing to run (--allow-empty accepts this)")
 
-
-def writable_space(path: Path) -> int:
-    """Free bytes where results are written (for the full-disk message)."""
-    st = os.statvfs(path)
-    return st.f_bavail * st.f_frsize

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
+from tests.host_needs import unavailable
 
 
 @pytest.fixture
@@ -38,6 +38,4 @@ def harbor_samples() -> Path:
         if (shared / "harbor-samples").is_dir():
             return shared / "harbor-samples"
     where = ", ".join(str(c) for c in _shared_candidates(repo))
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"shared/harbor-samples not found (looked in {where}); CI must put shared/ beside the clone")
-    pytest.skip(f"shared/harbor-samples not present (looked in {where})")
+    unavailable(f"shared/harbor-samples not found (looked in {where}); CI puts shared/ beside the clone")

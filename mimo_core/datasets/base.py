@@ -30,9 +30,8 @@ class Task(BaseModel):
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     rubric: Rubric | None = None
-    # Filled by the loader, for messages and for resolving relative paths
+    # Filled by the loader: the file the row came from, for resolving relative paths
     source: str | None = Field(default=None, exclude=True)
-    row_number: int | None = Field(default=None, exclude=True)
 
     def template_vars(self) -> dict[str, Any]:
         """Fields a jinja template may use: every row field, plus `task` = the problem statement."""

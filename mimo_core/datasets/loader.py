@@ -118,7 +118,6 @@ def validate_row(raw: Any, source: str, number: int) -> Task:
             parts.append(f"{where}: field {field}: {err['msg']}")
         raise DatasetError("; ".join(parts)) from None
     task.source = source
-    task.row_number = number
     return task
 
 

@@ -130,7 +130,6 @@ class ShellSession:
         self.annotate = annotate  # (command, exit code) -> a note for the model, or ""
         self.name = name
         self.cwd = cwd  # last directory the shell reported; a restarted shell starts here
-        self.home_cwd = cwd
         self._exit_file = f"{host.scratch_dir.rstrip('/')}/.sh-{name}.exit"
         if not re.fullmatch(r"[\w./-]+", self._exit_file):
             raise SandboxError(f"scratch dir {host.scratch_dir!r} or session name {name!r} needs quoting")

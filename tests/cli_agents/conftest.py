@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.host_needs import need
+
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("MIMOAGENT_TEST_CLI_CACHE") or Path.home() / ".cache" / "mimoagent-tests")
 
 
 def needs_npm() -> None:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed on this host (needed to install CLI agents from the npm registry)")
+    need("npm", "needed to install CLI agents from the npm registry")
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from mimo_core.agent_msgs import iter_steps
 from mimo_core.results import ResultsStore
 from mimo_core.testing.scripted_llm import Reply, call, turns
@@ -69,11 +67,10 @@ def test_claude_code_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> 
 
 def test_claude_code_passes_inside_bubblewrap(tmp_path: Path, scripted_llm) -> None:
     """sandbox: bwrap binds the host read-only: the cached install runs from there, state stays in scratch."""
-    from mimo_core.testing.host_packages import ensure_apt
     from tests.cli_agents.conftest import run_cli_rollout
+    from tests.host_needs import need_bwrap
 
-    if ensure_apt("bwrap", "bubblewrap") is None:
-        pytest.skip("bubblewrap is not installed and cannot be installed here")
+    need_bwrap()
     scripted_llm.set_responder(turns(call("Bash", command="sed -i s/hello/goodbye/ greeting.txt"),
                                      Reply(content="done")))
     record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic",

@@ -13,6 +13,7 @@ from mimo_core.results import ResultsStore
 from mimo_core.testing.scripted_llm import call, turns
 from mimo_core.testing.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
+from tests.host_needs import unavailable
 
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
 
@@ -25,7 +26,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(mnt)], capture_output=True,
                              text=True)
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+        unavailable(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
     try:
         yield mnt
     finally:

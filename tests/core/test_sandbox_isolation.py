@@ -18,7 +18,7 @@ import yaml
 from mimo_core.testing.scripted_llm import Reply, Request, call, turns
 from mimo_core.testing.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, SECRET, base_url, run_cli
-from tests.environments.conftest import needs_bwrap
+from tests.host_needs import needs_bwrap
 
 SANDBOXES = ["none", pytest.param("bwrap", marks=needs_bwrap)]
 

@@ -16,6 +16,7 @@ from mimo_assets.helpers.home import POSTGRES_URL_ENV
 from mimo_core.testing.postgres import PostgresServer, postgres_server
 from mimo_core.testing.scripted_llm import Reply, Request, ScriptedLLM, call
 from tests.core.conftest import REPO, SECRET
+from tests.host_needs import unavailable
 
 EDIT = call("edit", path="greeting.txt", old_string="hello", new_string="goodbye")
 
@@ -35,7 +36,7 @@ def postgres() -> Iterator[PostgresServer]:
         with postgres_server() as server:
             yield server
     except FileNotFoundError as e:
-        pytest.skip(str(e))
+        unavailable(str(e))
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ def test_jsonl_rows_are_validated_into_their_type_models(tmp_path: Path) -> None
     assert [type(t) for t in tasks] == [GenericTask, OpenSourceCodeTask, DeepSWETask]
     assert tasks[1].FAIL_TO_PASS == ["t1"] and tasks[1].image == "swebench/sweb.eval.x86_64.django_1776_django-1:latest"
     assert tasks[2].instance_id == "deep-1" and tasks[2].problem_statement == "i"
-    assert tasks[0].source == str(tmp_path / "d.jsonl") and tasks[0].row_number == 1
+    assert tasks[0].source == str(tmp_path / "d.jsonl")
 
 
 def test_parquet_file_loads(tmp_path: Path) -> None:

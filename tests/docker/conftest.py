@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from mimo_core.testing.dockerd import BASE_IMAGE, DockerdInfo, ensure_dockerd
+from tests.host_needs import unavailable
 
 
 @pytest.fixture(scope="session")
 def dockerd() -> Iterator[DockerdInfo]:
     if os.geteuid() != 0:
-        pytest.skip("starting a private dockerd needs root")
+        unavailable("starting a private dockerd needs root")
     info = ensure_dockerd()
     old = os.environ.get("DOCKER_HOST")
     os.environ["DOCKER_HOST"] = info.docker_host

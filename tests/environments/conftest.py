@@ -12,10 +12,6 @@ import pytest
 from mimo_core.config import EnvironmentConfig
 from mimo_core.environments.base import SandboxSpec
 from mimo_core.environments.local import LocalEnvironment
-from mimo_core.testing.host_packages import ensure_apt
-
-needs_bwrap = pytest.mark.skipif(ensure_apt("bwrap", "bubblewrap") is None,
-                                 reason="bubblewrap is not installed and could not be (apt-get install bubblewrap)")
 
 MakeEnv = Callable[..., LocalEnvironment]
 

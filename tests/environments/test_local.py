@@ -16,7 +16,8 @@ from mimo_core.config import EnvironmentConfig
 from mimo_core.environments.base import SandboxSpec, make_environment
 from mimo_core.environments.local import LocalEnvironment
 from mimo_core.errors import SandboxError
-from tests.environments.conftest import MakeEnv, needs_bwrap
+from tests.environments.conftest import MakeEnv
+from tests.host_needs import needs_bwrap
 
 
 def _dead(pid: int) -> bool:

@@ -8,7 +8,8 @@ import pytest
 
 from mimo_core.environments.task_cwd import bwrap_task_cwd_args
 from mimo_core.errors import SandboxError
-from tests.environments.conftest import MakeEnv, needs_bwrap
+from tests.environments.conftest import MakeEnv
+from tests.host_needs import needs_bwrap
 
 
 @needs_bwrap

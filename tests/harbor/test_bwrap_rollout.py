@@ -6,11 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from mimo_core.testing.host_packages import ensure_apt
 from mimo_core.testing.scripted_llm import call, turns
 from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_rows
+from tests.host_needs import need_bwrap
 
 GIT = "git -c user.name=agent -c user.email=agent@example.com"
 
@@ -18,8 +16,7 @@ GIT = "git -c user.name=agent -c user.email=agent@example.com"
 def test_cd_app_pwd_ls_in_a_local_bwrap_rollout_lists_the_tasks_files(
     tmp_path: Path, scripted_llm, run_rollout
 ) -> None:
-    if ensure_apt("bwrap", "bubblewrap") is None:
-        pytest.skip("bubblewrap is not installed and could not be (apt-get install bubblewrap)")
+    need_bwrap()
     scripted_llm.set_responder(turns(
         call("bash", command="cd /app && pwd && ls"),
         call("bash", command=f"cd /app && echo goodbye > greeting.txt && {GIT} commit -qam fix"),

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.environments.conftest import needs_bwrap
+from tests.host_needs import needs_bwrap
 from tests.tools import shell_checks
 from tests.tools.conftest import MakeEnv
 

@@ -13,12 +13,12 @@ import pytest
 from mimo_core.config import ToolSpec
 from mimo_core.environments.local import LocalEnvironment
 from mimo_core.errors import ConfigError
-from mimo_core.testing.host_packages import ensure_apt
 from mimo_core.tools.base import Tool, ToolError
 from mimo_core.tools.bash import BashConfig, BashTool
 from mimo_core.tools.registry import KNOWN_TOOLS, build_tools, read_only_tools
 from mimo_core.tools.submit import SubmitTool
 from mimo_core.tools.truncate import truncate_middle
+from tests.host_needs import need_bwrap
 from tests.tools.conftest import MakeEnv
 
 
@@ -83,8 +83,7 @@ def test_truncate_middle_is_exact() -> None:
 
 
 def test_bash_session_works_inside_bubblewrap(tools: dict[str, Tool], make_env: MakeEnv) -> None:
-    if ensure_apt("bwrap", "bubblewrap") is None:
-        pytest.skip("bubblewrap is not installed and could not be (apt-get install bubblewrap)")
+    need_bwrap()
     env = make_env(sandbox="bwrap")
     sh(tools, env, "mkdir x && cd x && export V=7")
     assert sh(tools, env, "pwd; echo $V") == f"{env.task_cwd}/x\n7\n[exit code: 0]"  # bound at the task cwd

@@ -16,7 +16,6 @@ files (local) run it in place; others get it copied in (see placement.py).
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import platform
 import shutil
@@ -190,7 +189,3 @@ def write_launcher(spec: CliSpec, folder: Path) -> None:
     launcher.write_text('#!/bin/sh\nD="$(cd "$(dirname "$0")/.." && pwd)"\n' + body + "\n")
     launcher.chmod(0o755)
 
-
-def describe(dest: Path) -> str:
-    m = installed(dest)
-    return json.dumps(m.model_dump() if m else {})
