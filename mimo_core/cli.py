@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mimoagent",
         description="Run agent rollouts on a dataset, grade them in place, record trajectories. "
                     "`mimoagent cleanup` removes leftover sandboxes (containers, local folders and their "
-                    "processes) of crashed runs; `mimoagent payload build` packs CLI agents for offline installs.",
+                    "processes) of crashed runs; `mimoagent payload build` packs CLI agents for offline installs; "
+                    "`mimoagent view OUTPUT_DIR` browses rollouts in a local web page.",
     )
     p.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
                    help="YAML config; several = one config per instance at random (A/B), seeded")
@@ -129,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["cleanup"]:
             return _cleanup(build_cleanup_parser().parse_args(argv[1:]))
+        if argv[:1] == ["view"]:
+            from mimo_core.viewer.server import main as view
+
+            return view(argv[1:], _Parser)
         if argv[:2] == ["payload", "build"]:
             from mimo_core.agents.cli.payload_cli import main as payload_build
 

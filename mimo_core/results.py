@@ -118,20 +118,27 @@ class ResultsStore:
 
     def load(self) -> dict[_Key, ResultRecord]:
         """Last record per key wins; a torn final line (power loss mid-write) is ignored, not fatal."""
+        return self.scan()[0]
+
+    def scan(self) -> tuple[dict[_Key, ResultRecord], list[int]]:
+        """`load()` plus the 1-based numbers of the lines that are not records (torn), for readers that
+        report them rather than repair them (the viewer never writes)."""
         records: dict[_Key, ResultRecord] = {}
+        torn: list[int] = []
         if not self.path.exists():
-            return records
-        with open(self.path) as fh:
-            for line in fh:
+            return records, torn
+        with open(self.path, errors="replace") as fh:
+            for number, line in enumerate(fh, start=1):
                 line = line.strip()
                 if not line:
                     continue
                 try:
                     rec = ResultRecord.model_validate_json(line)
                 except ValueError:
+                    torn.append(number)
                     continue
                 records[rec.key] = rec
-        return records
+        return records, torn
 
     def repair(self) -> Path | None:
         """Move lines that are not records (a torn last line from a killed or full-disk write, and anything
