@@ -22,6 +22,7 @@ from mimo_assets.asset_keys import (
 )
 from mimo_assets.assets.results import NIGHTS_DIR, RESULTS_PARQUET
 from mimo_assets.helpers import ab, stats
+from mimo_assets.helpers.events import CODE_VERSION
 from mimo_assets.helpers.plots import pass_rate_png, trend_png, write_png
 from mimo_assets.helpers.table import SCHEMA
 from resources import OutputStore
@@ -38,7 +39,7 @@ def _publish(store: OutputStore, name: str, df: pl.DataFrame, **extra: object) -
                                        "path": MetadataValue.path(str(path)), "rows": df.height, **extra})
 
 
-@asset(key=PASS_RATES, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
+@asset(key=PASS_RATES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, deps=[RESULTS_TABLE], kinds={"polars"})
 def pass_rates(output_store: OutputStore) -> MaterializeResult:
     """Pass rate per config with a 95% Wilson interval, and the plot."""
     df = stats.pass_rate_by_config(_table(output_store))
@@ -47,13 +48,13 @@ def pass_rates(output_store: OutputStore) -> MaterializeResult:
     return _publish(output_store, "pass_rates", df, plot=MetadataValue.md(md), plot_path=MetadataValue.path(str(png)))
 
 
-@asset(key=PASS_AT_K, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
+@asset(key=PASS_AT_K, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, deps=[RESULTS_TABLE], kinds={"polars"})
 def pass_at_k(output_store: OutputStore) -> MaterializeResult:
     """Unbiased pass@k per config for k up to the rollouts every instance has."""
     return _publish(output_store, "pass_at_k", stats.pass_at_k_by_config(_table(output_store)))
 
 
-@asset(key=AB_COMPARISON, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
+@asset(key=AB_COMPARISON, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, deps=[RESULTS_TABLE], kinds={"polars"})
 def ab_comparison(context: AssetExecutionContext, output_store: OutputStore) -> MaterializeResult:
     """Every pair of configs, B − A with a 95% interval right for the design: paired (every config on
     every instance) with the flipped instances, or unpaired (random assignment) with Newcombe's interval."""
@@ -62,19 +63,21 @@ def ab_comparison(context: AssetExecutionContext, output_store: OutputStore) -> 
                     pairs=MetadataValue.json(json.loads(json.dumps(pairs))))
 
 
-@asset(key=USAGE_BY_CONFIG, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
+@asset(
+    code_version=CODE_VERSION, key=USAGE_BY_CONFIG, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def usage_by_config(output_store: OutputStore) -> MaterializeResult:
     """Cost, tokens, steps and duration per config."""
     return _publish(output_store, "usage_by_config", stats.usage_by_config(_table(output_store)))
 
 
-@asset(key=EXIT_STATUSES, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
+@asset(key=EXIT_STATUSES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, deps=[RESULTS_TABLE], kinds={"polars"})
 def exit_statuses(output_store: OutputStore) -> MaterializeResult:
     """How rollouts ended, per config."""
     return _publish(output_store, "exit_statuses", stats.exit_statuses_by_config(_table(output_store)))
 
 
-@asset(key=PASS_RATE_TREND, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
+@asset(
+    code_version=CODE_VERSION, key=PASS_RATE_TREND, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def pass_rate_trend(output_store: OutputStore) -> MaterializeResult:
     """Pass rate per config per night (every night's table), as a table and a plot. The latest night's
     rate of each config is also numeric metadata, which the asset's Plots tab charts across refreshes."""

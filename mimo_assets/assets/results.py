@@ -7,6 +7,7 @@ import polars as pl
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from mimo_assets.asset_keys import ANALYTICS_GROUP, GRADED_RESULTS, RESULTS_TABLE
+from mimo_assets.helpers.events import CODE_VERSION
 from mimo_assets.helpers.stats import to_markdown
 from mimo_assets.helpers.table import SCHEMA, collect_night, graded_by_night
 from resources import OutputStore
@@ -22,7 +23,8 @@ def write_parquet(df: pl.DataFrame, path: os.PathLike[str]) -> None:
     os.replace(tmp, path)
 
 
-@asset(key=RESULTS_TABLE, group_name=ANALYTICS_GROUP, deps=[GRADED_RESULTS], kinds={"polars", "parquet"})
+@asset(key=RESULTS_TABLE, group_name=ANALYTICS_GROUP, deps=[GRADED_RESULTS], kinds={"polars", "parquet"},
+       code_version=CODE_VERSION)
 def results_table(context: AssetExecutionContext, output_store: OutputStore) -> MaterializeResult:
     """Each night's latest graded partitions with their records (`tables/nights/<night>.parquet`, one file
     per night: a new night never rewrites an earlier one); `results.parquet` is the latest night. Rows

@@ -31,7 +31,7 @@ from mimo_assets.asset_keys import (
 )
 from mimo_assets.helpers.batching import emit_all
 from mimo_assets.helpers.engine import materializations, run_in_thread
-from mimo_assets.helpers.events import run_tags
+from mimo_assets.helpers.events import CODE_VERSION, run_tags
 from mimo_assets.helpers.inputs import latest, load_converted, registered_configs, upstream
 from mimo_assets.partitions import partition_key, rollout_partitions, split_key
 from mimo_core.config import NamedConfig
@@ -94,12 +94,14 @@ def _regrade_sources(context: AssetExecutionContext, keys: list[tuple[str, str]]
 @multi_asset(
     specs=[
         AssetSpec(ROLLOUTS, deps=[CONVERTED_JSONL, CONFIG_FILES], group_name=ROLLOUTS_GROUP, skippable=True,
+                  code_version=CODE_VERSION,
                   partitions_def=rollout_partitions, kinds={"python"},
                   description="K agent rollouts per instance × config: trajectories, exit statuses, usage."),
-        AssetSpec(JUDGE_SCORES, deps=[ROLLOUTS], group_name=ROLLOUTS_GROUP, skippable=True,
+        AssetSpec(JUDGE_SCORES, deps=[ROLLOUTS], group_name=ROLLOUTS_GROUP, code_version=CODE_VERSION, skippable=True,
                   partitions_def=rollout_partitions,
                   description="Rubric scores from the in-environment judge agent (empty without a judge)."),
         AssetSpec(GRADED_RESULTS, deps=[ROLLOUTS, JUDGE_SCORES], group_name=ROLLOUTS_GROUP, skippable=True,
+                  code_version=CODE_VERSION,
                   partitions_def=rollout_partitions,
                   description="The verifier's reward per rollout; a recalc rematerializes only this."),
     ],

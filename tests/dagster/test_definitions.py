@@ -123,3 +123,14 @@ def test_analytics_sensor_fires_once_new_graded_results_land_and_nothing_runs(tm
         assert tick(first.cursor).run_requests == []  # an evaluation is still writing
         instance.delete_run("r-busy")
         assert len(tick(first.cursor).run_requests) == 1
+
+
+def test_computed_assets_declare_a_code_version() -> None:
+    from mimo_assets.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    computed = ["rollouts", "judge_scores", "graded_results", "results_table", "pass_rates", "pass_at_k",
+                "ab_comparison", "usage_by_config", "exit_statuses", "pass_rate_trend"]
+    from dagster import AssetKey
+
+    assert {k: graph.get(AssetKey(k)).code_version for k in computed} == {k: "1" for k in computed}
