@@ -74,6 +74,8 @@ def build_cleanup_parser() -> argparse.ArgumentParser:
     p.add_argument("--stale-only", action="store_true", help="only sandboxes whose runner process is gone")
     p.add_argument("--root", action="append", default=[], metavar="DIR",
                    help="folder holding local sandboxes (environment.backend_kwargs.root); default: the temp dir")
+    p.add_argument("--namespace", action="append", default=[], metavar="NS",
+                   help="Kubernetes namespace to clean (repeatable); default: the kubeconfig context's")
     return p
 
 
@@ -158,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 def _cleanup(args: argparse.Namespace) -> int:
     from mimo_core.environments.sweep import cleanup_all
 
-    print(cleanup_all(args.run_id, args.stale_only, args.root))
+    print(cleanup_all(args.run_id, args.stale_only, args.root, args.namespace))
     return 0
 
 

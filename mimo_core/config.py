@@ -23,7 +23,7 @@ from mimo_core.errors import ConfigError
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 MAIN_AGENT_TYPES = ("default", "oracle", *CLI_AGENTS)  # what `agent.type` may name
 AGENT_TYPES = (*MAIN_AGENT_TYPES, "judge")  # the judge runs only as environment.judge_agent
-ENVIRONMENT_CLASSES = ("local", "docker")  # or "package.module:Class" for a backend of your own
+ENVIRONMENT_CLASSES = ("local", "docker", "kubernetes")  # or "package.module:Class" for a backend of your own
 # "token" only as a whole word part (auth_token, x-token), so max_tokens / max_output_tokens stay readable.
 _SECRET_KEY = re.compile(r"(api[_-]?key|(^|[_-])token$|secret|password|authorization|credential)", re.I)
 REDACTED = "***"
@@ -98,7 +98,7 @@ class JudgeAgentConfig(_Strict):
 
 
 class EnvironmentConfig(_Strict):
-    environment_class: str = "local"  # local | docker | package.module:Class
+    environment_class: str = "local"  # local | docker | kubernetes | package.module:Class
     cwd: str | None = None  # for rows that name no cwd (a row's own cwd wins), else the type's default
     timeout: float = Field(300.0, gt=0)  # default per-command timeout, seconds
     sandbox: Literal["none", "bwrap"] = "none"  # local backend only

@@ -95,6 +95,7 @@ class PersistentShells(Protocol):
 _BACKENDS = {
     "local": "mimo_core.environments.local:LocalEnvironment",
     "docker": "mimo_core.environments.docker:DockerEnvironment",
+    "kubernetes": "mimo_core.environments.kubernetes:KubernetesEnvironment",
 }
 
 

@@ -30,6 +30,14 @@ def before_run(configs: list[Any]) -> None:
         from mimo_core.environments.docker_cleanup import cleanup
 
         cleanup(stale_only=True)
+    kube = [e for e in envs if e.environment_class == "kubernetes"]
+    if kube:
+        from mimo_core.environments import k8s_cleanup
+        from mimo_core.environments.k8s_pods import KubernetesOptions
+
+        for opts in {KubernetesOptions.model_validate(e.backend_kwargs).model_dump_json(
+                include={"kubeconfig", "context", "namespace"}) for e in kube}:
+            k8s_cleanup.cleanup(stale_only=True, options=KubernetesOptions.model_validate_json(opts))
     local = [e for e in envs if e.environment_class == "local"]
     if local:
         local_cleanup.cleanup(local_cleanup.roots_of(configs), stale_only=True)
@@ -39,8 +47,9 @@ def before_run(configs: list[Any]) -> None:
         print(UNCONFINED.format(user=getpass.getuser()), file=sys.stderr)
 
 
-def cleanup_all(run_id: str | None, stale_only: bool, roots: list[str]) -> str:
-    """`mimoagent cleanup`: local sandboxes always; containers when a Docker engine answers."""
+def cleanup_all(run_id: str | None, stale_only: bool, roots: list[str], namespaces: list[str] | None = None) -> str:
+    """`mimoagent cleanup`: local sandboxes always; containers when a Docker engine answers; pods of the
+    kubeconfig's cluster (its context's namespace, or `namespaces`) when one is configured."""
     local = local_cleanup.cleanup(roots or [local_cleanup.default_root()], run_id=run_id, stale_only=stale_only)
     try:
         from mimo_core.environments.docker_cleanup import cleanup
@@ -48,4 +57,21 @@ def cleanup_all(run_id: str | None, stale_only: bool, roots: list[str]) -> str:
         containers = f"{cleanup(run_id=run_id, stale_only=stale_only)} container(s)"
     except (SandboxError, ImportError) as e:
         containers = f"no containers ({str(e).splitlines()[0][:200]})"
-    return f"removed {local} local sandbox(es) and {containers}"
+    return f"removed {local} local sandbox(es), {containers} and {_pods(run_id, stale_only, namespaces or [None])}"
+
+
+def _pods(run_id: str | None, stale_only: bool, namespaces: list[str | None]) -> str:
+    import os
+    from pathlib import Path
+
+    if not (os.environ.get("KUBECONFIG") or os.environ.get("KUBERNETES_SERVICE_HOST")
+            or Path("~/.kube/config").expanduser().exists()):
+        return "no pods (no Kubernetes config)"
+    try:
+        from mimo_core.environments import k8s_cleanup
+        from mimo_core.environments.k8s_pods import KubernetesOptions
+
+        n = sum(k8s_cleanup.cleanup(run_id, stale_only, KubernetesOptions(namespace=ns)) for ns in namespaces)
+    except (SandboxError, ImportError, ValueError) as e:
+        return f"no pods ({str(e).splitlines()[0][:200]})"
+    return f"{n} pod(s)"

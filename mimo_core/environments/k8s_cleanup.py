@@ -1,0 +1,47 @@
+"""Delete leftover mimoagent pods (and their NetworkPolicies): all, one run's, or only dead runners'.
+
+`mimoagent cleanup` and the start-of-run sweep call `cleanup()` per namespace the same way the docker
+backend's cleanup removes containers: by the `mimoagent.run_id` label, "stale" meaning made on this host by
+a runner pid that no longer exists (pods of runners on other machines are left alone; see
+`active_deadline_seconds` for those).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from mimo_core.environments.base import LABEL_RUN_ID
+from mimo_core.environments.docker_cleanup import is_stale
+from mimo_core.environments.k8s_pods import KubernetesOptions, label_value
+from mimo_core.errors import SandboxError
+
+
+def cleanup(run_id: str | None = None, stale_only: bool = False, options: KubernetesOptions | None = None) -> int:
+    """Delete mimoagent pods of `options`' cluster and namespace; return how many."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    from mimo_core.environments.kubernetes import client_config
+
+    options = options or KubernetesOptions()
+    conf, namespace = client_config(options)
+    selector = f"{LABEL_RUN_ID}={label_value(run_id)}" if run_id else LABEL_RUN_ID
+    with client.ApiClient(conf) as api:
+        core, net = client.CoreV1Api(api), client.NetworkingV1Api(api)
+        try:
+            pods = core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=30).items
+        except (ApiException, OSError, Exception) as e:
+            raise SandboxError(f"cannot list pods in namespace {namespace}: {str(e).splitlines()[0][:200]}") from None
+        removed = 0
+        for pod in pods:
+            # Exact owner values are in the annotations (labels may be shortened).
+            owner = {**(pod.metadata.labels or {}), **(pod.metadata.annotations or {})}
+            if stale_only and not is_stale(owner):
+                continue
+            with contextlib.suppress(ApiException):
+                core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
+                removed += 1
+            with contextlib.suppress(ApiException):
+                net.delete_namespaced_network_policy(pod.metadata.name, namespace)
+        return removed
