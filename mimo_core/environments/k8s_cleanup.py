@@ -9,7 +9,6 @@ a runner pid that no longer exists (pods of runners on other machines are left a
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from mimo_core.environments.base import LABEL_RUN_ID
 from mimo_core.environments.docker_cleanup import is_stale
