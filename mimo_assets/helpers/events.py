@@ -24,6 +24,7 @@ from dagster._core.definitions.events import (
 from mimo_assets.asset_keys import GRADED_RESULTS, JUDGE_SCORES, ROLLOUTS
 from mimo_assets.partitions import partition_key
 from mimo_core.results import RESULTS_FILE, ResultRecord
+from mimo_core.viewer.urls import rollout_url
 
 CODE_VERSION = "1"
 
@@ -66,11 +67,13 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _rollout_table(records: Sequence[ResultRecord]) -> str:
-    rows = ["| k | exit status | reward | steps | tokens | cost | duration s |", "|---|---|---|---|---|---|---|"]
+def _rollout_table(records: Sequence[ResultRecord], run_dir: Path) -> str:
+    rows = ["| k | exit status | reward | steps | tokens | cost | duration s | viewer |",
+            "|---|---|---|---|---|---|---|---|"]
     for r in records:
         rows.append(f"| {r.rollout_index} | {r.exit_status} | {r.reward} | {r.steps} | "
-                    f"{r.prompt_tokens + r.completion_tokens} | {r.cost:.4f} | {r.duration_s:.2f} |")
+                    f"{r.prompt_tokens + r.completion_tokens} | {r.cost:.4f} | {r.duration_s:.2f} | "
+                    f"[open]({rollout_url(run_dir, r.output_dir)}) |")
     return "\n".join(rows)
 
 
@@ -128,7 +131,9 @@ def partition_events(
             "cost": sum(r.cost for r in records),
             "duration_s": _mean([r.duration_s for r in records]),
             "trajectory": MetadataValue.path(str(trajs[0])),
-            **({"rollout_table": MetadataValue.md(_rollout_table(records))} if len(records) > 1 else {}),
+            # The rollout's page in `mimoagent view` ($MIMOAGENT_VIEWER_URL; the table links each of K).
+            "viewer": MetadataValue.url(rollout_url(run_dir, first.output_dir)),
+            **({"rollout_table": MetadataValue.md(_rollout_table(records, run_dir))} if len(records) > 1 else {}),
         },
         tags={**base, _DATA_VERSION: rollout_v, **_input_tags(upstream.inputs)},
     )

@@ -12,6 +12,7 @@ from dagster import AssetKey, DagsterInstance
 
 from mimo_assets.definitions import defs
 from mimo_core.testing.tasks import write_named_config, write_tasks
+from mimo_core.viewer.urls import viewer_base_url
 
 ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")]
 
@@ -71,6 +72,7 @@ def test_a_partition_range_materializes_in_one_run_and_a_regrade_adds_graded_res
         "good|greet-0", "good|greet-1", "good|greet-2", "good|greet-3", "bad|greet-1"}
     mat = instance.fetch_materializations(AssetKey("rollouts"), limit=10).records[-1].asset_materialization
     assert mat.metadata["rollouts"].value == 2 and "rollout_table" in mat.metadata
+    assert mat.metadata["rollout_table"].value.count(f"]({viewer_base_url()}/runs/") == 2  # a viewer link per k
 
     _run(instance, [AssetKey("graded_results")], partition_key="bad|greet-1")  # regrade only
     assert (_count(instance, "rollouts"), _count(instance, "graded_results")) == (5, 6)

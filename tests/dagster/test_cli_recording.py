@@ -11,6 +11,7 @@ from dagster import AssetKey, DagsterInstance
 from mimo_assets.helpers.home import POSTGRES_URL_ENV
 from mimo_core.testing.postgres import bin_dir
 from mimo_core.testing.tasks import write_named_config, write_tasks
+from mimo_core.viewer.urls import rollout_url
 from tests.core.conftest import SECRET
 from tests.dagster.conftest import run_cli
 
@@ -80,6 +81,8 @@ def _assert_lineage(instance: DagsterInstance) -> None:
         meta = {k: v.value for k, v in mat.metadata.items()}
         assert meta["exit_status"] == "submitted" and meta["steps"] >= 1 and meta["tokens"] > 0
         assert Path(meta["trajectory"]).is_file() and meta["duration_s"] > 0 and "cost" in meta
+        rollout_dir = Path(meta["trajectory"]).parent.relative_to(meta["output_dir"])
+        assert meta["viewer"] == rollout_url(meta["output_dir"], str(rollout_dir))  # that rollout's viewer page
     rollout_versions = {m.partition: m.tags["dagster/data_version"] for m in _materializations(instance, "rollouts")}
     for mat in _materializations(instance, "graded_results"):
         assert mat.tags["dagster/input_data_version/rollouts"] == rollout_versions[mat.partition]
