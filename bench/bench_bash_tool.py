@@ -80,12 +80,17 @@ def _rows(sandbox: str, root: str, calls: int) -> list[tuple[str, float, float]]
 
 
 def _docker_rows(calls: int) -> list[tuple[str, float, float]]:
-    from mimo_core.environments.docker import DockerEnvironment
-    from mimo_core.testing.dockerd import ensure_dockerd
+    from mimo_core.testing.dockerd import use_dockerd
 
-    info = ensure_dockerd()
-    os.environ["DOCKER_HOST"] = info.docker_host
-    env = DockerEnvironment(SandboxSpec(image=info.base_image, cwd="/testbed", timeout=30),
+    with use_dockerd() as info:  # stopped after, unless another user still holds it
+        return _docker_rows_on(info.docker_host, info.base_image, calls)
+
+
+def _docker_rows_on(docker_host: str, base_image: str, calls: int) -> list[tuple[str, float, float]]:
+    from mimo_core.environments.docker import DockerEnvironment
+
+    os.environ["DOCKER_HOST"] = docker_host
+    env = DockerEnvironment(SandboxSpec(image=base_image, cwd="/testbed", timeout=30),
                             EnvironmentConfig(environment_class="docker"))
     env.start()
     try:
@@ -106,6 +111,8 @@ def _docker_rows(calls: int) -> list[tuple[str, float, float]]:
         return rows
     finally:
         env.stop()
+
+
 
 
 def main() -> None:

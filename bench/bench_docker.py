@@ -97,14 +97,14 @@ def main() -> None:
     p.add_argument("--rollouts-per-row", type=int, default=2)
     p.add_argument("--workers", type=int, nargs="+", default=[1, 4, 8])
     args = p.parse_args()
-    from mimo_core.testing.dockerd import ensure_dockerd
+    from mimo_core.testing.dockerd import use_dockerd
 
-    info = ensure_dockerd()
-    os.environ["DOCKER_HOST"] = info.docker_host
-    print(f"engine {info.docker_host} ({info.storage_driver}), setup {info.setup_seconds:.1f}s"
-          + (" (reused)" if info.reused else ""))
-    bench_start(args.starts)
-    bench_rollouts(args.workers, args.rollouts_per_row)
+    with use_dockerd() as info:  # stopped after, unless another user still holds it
+        os.environ["DOCKER_HOST"] = info.docker_host
+        print(f"engine {info.docker_host} ({info.storage_driver}), setup {info.setup_seconds:.1f}s"
+              + (" (reused)" if info.reused else ""))
+        bench_start(args.starts)
+        bench_rollouts(args.workers, args.rollouts_per_row)
 
 
 if __name__ == "__main__":

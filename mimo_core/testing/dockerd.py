@@ -5,9 +5,12 @@ from apt when `dockerd` is missing, starts `dockerd` with its own data root and 
 as fallback) and builds `mimo-base:bookworm` with no pull: `debootstrap --variant=minbase` piped into
 `docker import`. The rootfs tarball is cached, so a machine that keeps /var/cache/mimo skips
 debootstrap. A running engine on our socket is reused as is; a file lock makes concurrent pytest
-processes do the work once. The engine is left running on purpose: the next session reuses it.
+processes do the work once. Users hold the engine through `use_dockerd()`: each holds a shared lock for
+as long as it runs, and the last one to leave stops the engine if a user started it (an engine started
+by hand is left alone). Its data root, with the base image, stays, so the next start takes seconds. Concurrent pytest processes and benches can share one engine.
 
-Run by hand: `uv run python -m mimo_core.testing.dockerd` prints the DOCKER_HOST to export.
+Run by hand: `uv run python -m mimo_core.testing.dockerd` starts it and leaves it running, printing the
+DOCKER_HOST to export; `... dockerd --stop` stops an engine the tests started, when no one uses it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ EXEC_ROOT = Path("/run/mimo-dockerd")
 PIDFILE = Path("/run/mimo-dockerd.pid")
 LOG = Path("/var/log/mimo-dockerd.log")
 LOCK = Path("/run/mimo-dockerd.lock")
+USERS_LOCK = Path("/run/mimo-dockerd.users")  # shared-locked by every user while it runs
+MANAGED = Path("/run/mimo-dockerd.managed")  # present when users started the engine: the last one stops it
 CACHE_DIR = Path(os.environ.get("MIMO_CACHE_DIR", "/var/cache/mimo"))
 BASE_IMAGE = "mimo-base:bookworm"
 # git/patch for repositories and patches, python3 for verifiers, gcc for ARVO-style C tasks.
@@ -215,7 +220,47 @@ def ensure_dockerd() -> DockerdInfo:
                        setup_seconds=time.monotonic() - t0, steps=steps)
 
 
+@contextmanager
+def use_dockerd() -> Iterator[DockerdInfo]:
+    """Hold the engine for the block (started if needed); the last user to leave stops it."""
+    USERS_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with USERS_LOCK.open("a") as users:
+        fcntl.flock(users, fcntl.LOCK_SH)
+        try:
+            info = ensure_dockerd()
+            if not info.reused:
+                MANAGED.touch()
+            yield info
+        finally:
+            fcntl.flock(users, fcntl.LOCK_UN)
+            stop_if_unused()
+
+
+def stop_if_unused() -> bool:
+    """Stop the engine when a user started it and no user holds it now. True when it was stopped."""
+    USERS_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with USERS_LOCK.open("a") as users, _locked():
+        try:
+            fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # another test process or bench still uses it
+        try:
+            if not MANAGED.exists():
+                return False  # started by hand (or by an older checkout): not ours to stop
+            _stop_our_dockerd()
+            MANAGED.unlink(missing_ok=True)
+        finally:
+            fcntl.flock(users, fcntl.LOCK_UN)
+    return True
+
+
 if __name__ == "__main__":
-    info = ensure_dockerd()
-    print(info.model_dump_json(indent=2))
-    print(f"export DOCKER_HOST={info.docker_host}")
+    import sys
+
+    if sys.argv[1:] == ["--stop"]:
+        print("stopped" if stop_if_unused() else "in use, or started by hand: not stopped")
+    else:
+        info = ensure_dockerd()
+        MANAGED.unlink(missing_ok=True)  # started or adopted by hand: left running
+        print(info.model_dump_json(indent=2))
+        print(f"export DOCKER_HOST={info.docker_host}")

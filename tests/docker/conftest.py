@@ -1,6 +1,7 @@
 """Tests against a real Docker engine (started on demand by mimo_core/testing/dockerd.py).
 
-`dockerd` (session) starts our engine and base image once and exports DOCKER_HOST; `docker_client` is an
+`dockerd` (session) starts our engine and base image once, exports DOCKER_HOST, and lets the engine
+stop when the last test process using it ends; `docker_client` is an
 SDK client on it; `make_docker_env(**spec)` starts a DockerEnvironment and stops it at teardown.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mimo_core.testing.dockerd import BASE_IMAGE, DockerdInfo, ensure_dockerd
+from mimo_core.testing.dockerd import BASE_IMAGE, DockerdInfo, use_dockerd
 from tests.host_needs import unavailable
 
 
@@ -20,14 +21,14 @@ from tests.host_needs import unavailable
 def dockerd() -> Iterator[DockerdInfo]:
     if os.geteuid() != 0:
         unavailable("starting a private dockerd needs root")
-    info = ensure_dockerd()
-    old = os.environ.get("DOCKER_HOST")
-    os.environ["DOCKER_HOST"] = info.docker_host
-    yield info
-    if old is None:
-        os.environ.pop("DOCKER_HOST", None)
-    else:
-        os.environ["DOCKER_HOST"] = old
+    with use_dockerd() as info:  # the engine stops after the last test process using it ends
+        old = os.environ.get("DOCKER_HOST")
+        os.environ["DOCKER_HOST"] = info.docker_host
+        yield info
+        if old is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = old
 
 
 @pytest.fixture(scope="session")
