@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run agent rollouts on a dataset, grade them in place, record trajectories. "
                     "`mimoagent cleanup` removes leftover sandboxes (containers, local folders and their "
                     "processes) of crashed runs; `mimoagent payload build` packs CLI agents for offline installs; "
-                    "`mimoagent view OUTPUT_DIR` browses rollouts in a local web page.",
+                    "`mimoagent view OUTPUT_DIR` browses rollouts in a local web page; "
+                    "`mimoagent export OUTPUT_DIR --format sft|rl|atif` writes training exports.",
     )
     p.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
                    help="YAML config; several = one config per instance at random (A/B), seeded")
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="rollouts run in parallel")
     p.add_argument("--num-rollouts", type=int, default=1, metavar="K", help="rollouts per instance")
     p.add_argument("--redo-existing", action="store_true", help="rerun rollouts that already finished")
-    p.add_argument("--rerun-status", type=_statuses, default=[], metavar="STATUS,...",
+    p.add_argument("--rerun-status", type=statuses_arg, default=[], metavar="STATUS,...",
                    help="rerun exactly the finished rollouts with these exit statuses, e.g. model_error,grading_error")
     p.add_argument("--override-config", action="append", default=[], metavar="JSON",
                    help='deep-merged into every config, e.g. \'{"agent": {"step_limit": 50}}\'')
@@ -56,16 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _statuses(text: str) -> list[str]:
-    from mimo_core.status import ExitStatus
+def statuses_arg(text: str) -> list[str]:
+    """argparse type of a comma-separated list of exit statuses (--rerun-status, export --status)."""
+    from mimo_core.status import parse_statuses
 
-    known = [s.value for s in ExitStatus]
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown exit status {', '.join(unknown) or repr(text)}; "
-                                         f"known: {', '.join(known)}")
-    return names
+    try:
+        return [s.value for s in parse_statuses(text)]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def build_cleanup_parser() -> argparse.ArgumentParser:
@@ -136,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
             from mimo_core.viewer.server import main as view
 
             return view(argv[1:], _Parser)
+        if argv[:1] == ["export"]:
+            from mimo_core.exports.cli import main as export
+
+            return export(argv[1:], _Parser)
         if argv[:2] == ["payload", "build"]:
             from mimo_core.agents.cli.payload_cli import main as payload_build
 

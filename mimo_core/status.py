@@ -42,3 +42,13 @@ INFRA_STATUSES = frozenset({
 INPUT_STATUSES = frozenset({ExitStatus.CONFIG_ERROR, ExitStatus.DATASET_ERROR})
 # No grade is worth taking after these: the agent never got to act on a working setup.
 UNGRADED_STATUSES = INFRA_STATUSES | INPUT_STATUSES
+
+
+def parse_statuses(text: str) -> list[ExitStatus]:
+    """`model_error,grading_error` as statuses; ValueError naming the unknown ones and the known ones."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    known = [s.value for s in ExitStatus]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise ValueError(f"unknown exit status {', '.join(unknown) or repr(text)}; known: {', '.join(known)}")
+    return [ExitStatus(n) for n in names]

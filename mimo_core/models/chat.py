@@ -36,6 +36,23 @@ def _token_ids_from_logprobs(entries: list[dict[str, Any]]) -> list[int] | None:
     return ids
 
 
+def token_fields(data: dict[str, Any]) -> tuple[list[int] | None, list[int] | None, list[float] | None]:
+    """vLLM's training extras of a chat reply: prompt token ids, completion token ids, completion logprobs
+    (each None when not sent). Also what the RL export reads from agent_msgs/."""
+    choice = (data.get("choices") or [{}])[0]
+    if not isinstance(choice, dict):
+        return None, None, None
+    token_ids = logprobs = None
+    entries = (choice.get("logprobs") or {}).get("content")
+    if entries:
+        logprobs = [float(e.get("logprob", 0.0)) for e in entries]
+        token_ids = _token_ids_from_logprobs(entries)
+    if isinstance(choice.get("token_ids"), list):
+        token_ids = choice["token_ids"]
+    prompt_ids = data.get("prompt_token_ids", choice.get("prompt_token_ids"))
+    return (prompt_ids if isinstance(prompt_ids, list) else None), token_ids, logprobs
+
+
 class ChatModel(ProtocolModel):
     protocol = "chat"
     output_cap_key = "max_completion_tokens"
@@ -77,15 +94,7 @@ class ChatModel(ProtocolModel):
             cached_tokens=as_int((usage.get("prompt_tokens_details") or {}).get("cached_tokens")),
             reasoning_tokens=as_int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens")),
         )
-        entries = (choice.get("logprobs") or {}).get("content")
-        if entries:
-            out.logprobs = [float(e.get("logprob", 0.0)) for e in entries]
-            out.token_ids = _token_ids_from_logprobs(entries)
-        if isinstance(choice.get("token_ids"), list):
-            out.token_ids = choice["token_ids"]
-        prompt_ids = data.get("prompt_token_ids", choice.get("prompt_token_ids"))
-        if isinstance(prompt_ids, list):
-            out.prompt_token_ids = prompt_ids
+        out.prompt_token_ids, out.token_ids, out.logprobs = token_fields(data)
 
 
 def make_chat_model(cfg: ModelConfig) -> ChatModel:

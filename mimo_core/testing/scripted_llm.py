@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from mimo_core.testing.scripted_vllm import vllm_training_fields
 from mimo_core.testing.strict_requests import strict_error_reply, validation_error
 
 _PATHS = {
@@ -131,6 +132,7 @@ class ScriptedLLM:
         self.strict = strict
         self.rejected: list[str] = []
         self.requests: list[Request] = []
+        self.sent: list[dict[str, Any]] = []  # every 200 reply body, in the order sent (not streamed ones)
         self._lock = threading.Lock()
         self._injections: list[_Injection] = []
         self._chaos: tuple[random.Random, float, float] | None = None
@@ -280,7 +282,10 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("stream") or stream_path:
             self._send_stream(protocol, reply, body, n)
             return
-        self._send(200, _RENDER[protocol](reply, body, n))
+        out = _RENDER[protocol](reply, body, n)
+        with llm._lock:
+            llm.sent.append(out)
+        self._send(200, out)
 
     def _send_stream(self, protocol: str, reply: Reply, body: dict[str, Any], n: int) -> None:
         """Server-sent events with chunked encoding, as the streaming APIs send them (scripted_stream.py)."""
@@ -361,6 +366,8 @@ def _render_chat(reply: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
         choice["logprobs"] = {"content": _logprob_entries(reply, bool(body.get("return_tokens_as_token_ids")))}
         choice["token_ids"] = [1000 + i for i in range(reply.completion_tokens)]
         out["prompt_token_ids"] = list(range(1, reply.prompt_tokens + 1))
+    else:
+        vllm_training_fields(choice, out, body)
     return out
 
 

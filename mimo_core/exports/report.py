@@ -1,0 +1,49 @@
+"""What an export wrote and which rollouts it left out and why, written beside the export as JSON."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mimo_core.results import atomic_write_text
+
+
+class Skipped(BaseModel):
+    rollout: str  # the rollout's folder
+    reason: str
+
+
+class ExportReport(BaseModel):
+    format: str
+    path: str  # the parquet file or the folder of ATIF files
+    rollouts: int = 0  # rollouts exported
+    rows: int = 0  # rows (sft: rollouts, rl: model calls) or files (atif)
+    skipped: list[Skipped] = Field(default_factory=list)
+
+    def skip(self, rollout: str, reason: str) -> None:
+        self.skipped.append(Skipped(rollout=rollout, reason=reason))
+
+    def write(self, dest: Path) -> Path:
+        path = dest / f"{self.format}_report.json"
+        atomic_write_text(path, self.model_dump_json(indent=2) + "\n")
+        return path
+
+    def summary(self) -> str:
+        head = f"{self.format}: {self.rollouts} rollouts, {self.rows} rows -> {self.path}"
+        return head + (f"; {len(self.skipped)} rollouts left out (see {self.format}_report.json)"
+                       if self.skipped else "")
+
+
+def write_parquet(rows: list[dict[str, Any]], schema: Any, path: Path) -> None:
+    """Atomically, with a fixed schema (so an empty export still has its columns)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(rows, schema=schema)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)

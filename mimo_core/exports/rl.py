@@ -1,0 +1,75 @@
+"""`rl`: one row per model call with the token ids the endpoint returned, for policy-gradient training.
+
+Read from agent_msgs/ (every call's exact request and response): the prompt's and the completion's
+token ids and the completion's logprobs, as vLLM returns them (`return_token_ids`, `logprobs` with
+`return_tokens_as_token_ids`). A rollout with any completed call lacking them is left out whole and named
+in the report: retokenizing text would not give the ids the policy sampled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from mimo_core.agent_msgs import AgentMsgsError, iter_steps
+from mimo_core.exports.report import ExportReport, write_parquet
+from mimo_core.exports.source import ROLLOUT_COLUMNS, RolloutRef
+from mimo_core.models.chat import token_fields
+
+FILE = "rl.parquet"
+SCHEMA = pa.schema([
+    *ROLLOUT_COLUMNS, ("step", pa.int64()), ("call_index", pa.int64()), ("finish_reason", pa.string()),
+    ("prompt_token_ids", pa.list_(pa.int64())), ("completion_token_ids", pa.list_(pa.int64())),
+    ("completion_logprobs", pa.list_(pa.float64())), ("loss_mask", pa.list_(pa.int8())),
+])
+
+
+class MissingTokens(ValueError):
+    """A rollout whose calls do not all carry token ids."""
+
+
+def rl_rows(ref: RolloutRef) -> list[dict[str, Any]]:
+    """The rollout's completed calls as rows; raises MissingTokens or AgentMsgsError saying why not."""
+    msgs = ref.folder / "agent_msgs"
+    if not msgs.is_dir():
+        raise MissingTokens("no agent_msgs/ folder (no model call was recorded)")
+    rows: list[dict[str, Any]] = []
+    base = ref.columns()
+    missing = 0
+    for rec in iter_steps(msgs):
+        choices = rec.response.get("choices")
+        if not isinstance(choices, list) or not choices:  # a failed call: no completion to train on
+            continue
+        prompt, completion, logprobs = token_fields(rec.response)
+        if prompt is None or completion is None:
+            missing += 1
+            continue
+        rows.append({**base, "step": rec.step, "call_index": len(rows),
+                     "finish_reason": choices[0].get("finish_reason") if isinstance(choices[0], dict) else None,
+                     "prompt_token_ids": prompt, "completion_token_ids": completion,
+                     "completion_logprobs": logprobs, "loss_mask": [0] * len(prompt) + [1] * len(completion)})
+    if missing:
+        raise MissingTokens(f"{missing} of {missing + len(rows)} model calls returned no token ids (set the "
+                            "endpoint's return_token_ids / logprobs + return_tokens_as_token_ids; docs/exports.md)")
+    if not rows:
+        raise MissingTokens("no completed model call")
+    return rows
+
+
+def export_rl(refs: list[RolloutRef], dest: Path) -> ExportReport:
+    path = dest / FILE
+    report = ExportReport(format="rl", path=str(path))
+    rows: list[dict[str, Any]] = []
+    for ref in refs:
+        try:
+            got = rl_rows(ref)
+        except (MissingTokens, AgentMsgsError) as e:
+            report.skip(ref.name, str(e))
+            continue
+        rows.extend(got)
+        report.rollouts += 1
+    write_parquet(rows, SCHEMA, path)
+    report.rows = len(rows)
+    return report

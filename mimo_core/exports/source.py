@@ -1,0 +1,94 @@
+"""Which rollouts an export reads: the records of one or more output folders, filtered by status,
+reward and config, each with the folder its files are in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from mimo_core.errors import ConfigError
+from mimo_core.results import RESULTS_FILE, ResultRecord, ResultsStore
+from mimo_core.status import ExitStatus
+
+# The columns every parquet export starts with (RolloutRef.columns).
+ROLLOUT_COLUMNS = [
+    ("run_id", pa.string()), ("instance_id", pa.string()), ("config_name", pa.string()),
+    ("rollout_index", pa.int64()), ("model_name", pa.string()), ("exit_status", pa.string()),
+    ("reward", pa.float64()), ("passed", pa.bool_()), ("run_dir", pa.string()), ("rollout_dir", pa.string()),
+]
+
+
+class ExportFilter(BaseModel):
+    """Rollouts to keep; an unset field keeps everything. A reward bound drops ungraded rollouts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    statuses: list[ExitStatus] = Field(default_factory=list, description="keep only these exit statuses")
+    min_reward: float | None = None
+    max_reward: float | None = None
+    configs: list[str] = Field(default_factory=list, description="keep only these config names")
+
+    def keeps(self, rec: ResultRecord) -> bool:
+        if self.statuses and rec.exit_status not in self.statuses:
+            return False
+        if self.configs and rec.config_name not in self.configs:
+            return False
+        if self.min_reward is not None and (rec.reward is None or rec.reward < self.min_reward):
+            return False
+        return not (self.max_reward is not None and (rec.reward is None or rec.reward > self.max_reward))
+
+
+@dataclass(frozen=True)
+class RolloutRef:
+    """One finished rollout: its results.jsonl record and the run folder holding it."""
+
+    run_dir: Path
+    record: ResultRecord
+
+    @property
+    def folder(self) -> Path:
+        return self.run_dir / self.record.output_dir
+
+    @property
+    def name(self) -> str:
+        """`run_dir/instance/config/k`, as reports name a rollout."""
+        return str(self.folder)
+
+    def columns(self) -> dict[str, Any]:
+        """The columns every export row starts with: who, where, and how it ended."""
+        r = self.record
+        return {"run_id": r.run_id, "instance_id": r.instance_id, "config_name": r.config_name,
+                "rollout_index": r.rollout_index, "model_name": r.model_name, "exit_status": r.exit_status.value,
+                "reward": r.reward, "passed": r.passed, "run_dir": str(self.run_dir), "rollout_dir": r.output_dir}
+
+
+def check_output_dir(path: Path) -> list[ResultRecord]:
+    """The records of an output folder, or a one-line ConfigError saying why it is not one to export."""
+    if not path.is_dir():
+        raise ConfigError(f"{path}: not a folder")
+    if not (path / RESULTS_FILE).is_file():
+        raise ConfigError(f"{path}: not an output folder (no {RESULTS_FILE}; give the -o folder of a run)")
+    records = list(ResultsStore(path).load().values())
+    if not records:
+        raise ConfigError(f"{path}: no finished rollouts in {RESULTS_FILE}: nothing to export")
+    return records
+
+
+def select_rollouts(run_dirs: Iterable[Path], flt: ExportFilter | None = None,
+                    only: set[tuple[str, str]] | None = None) -> list[RolloutRef]:
+    """The rollouts of `run_dirs` the filter keeps, sorted by (instance, config, k); `only` limits them to
+    some (instance, config) pairs (a Dagster partition selection)."""
+    flt = flt or ExportFilter()
+    refs = []
+    for run_dir in run_dirs:
+        run_dir = Path(run_dir).resolve()
+        for rec in check_output_dir(run_dir):
+            if flt.keeps(rec) and (only is None or (rec.instance_id, rec.config_name) in only):
+                refs.append(RolloutRef(run_dir, rec))
+    refs.sort(key=lambda r: (*r.record.key, str(r.run_dir)))
+    return refs
