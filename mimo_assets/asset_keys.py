@@ -9,6 +9,7 @@ from dagster import AssetKey
 INPUTS_GROUP = "inputs"
 ROLLOUTS_GROUP = "rollouts"
 ANALYTICS_GROUP = "analytics"
+EXPORTS_GROUP = "exports"
 
 DATASET_ROWS = AssetKey("dataset_rows")
 CONVERTED_JSONL = AssetKey("converted_jsonl")
@@ -25,3 +26,7 @@ AB_COMPARISON = AssetKey("ab_comparison")
 USAGE_BY_CONFIG = AssetKey("usage_by_config")
 EXIT_STATUSES = AssetKey("exit_statuses")
 PASS_RATE_TREND = AssetKey("pass_rate_trend")
+
+SFT_EXPORT = AssetKey("sft_export")
+RL_EXPORT = AssetKey("rl_export")
+ATIF_EXPORT = AssetKey("atif_export")

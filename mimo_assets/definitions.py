@@ -13,6 +13,7 @@ from mimo_assets.assets.analytics import (
     usage_by_config,
 )
 from mimo_assets.assets.datasets import config_files, load_dataset
+from mimo_assets.assets.exports import atif_export, rl_export, sft_export
 from mimo_assets.assets.results import results_table
 from mimo_assets.assets.rollouts import rollouts
 from mimo_assets.checks import no_missing_partitions, rewards_in_range, trajectories_validate
@@ -23,7 +24,7 @@ from resources import ModelEndpoint, OutputStore, SandboxBackend
 
 defs = Definitions(
     assets=[load_dataset, config_files, rollouts, results_table, pass_rates, pass_at_k, ab_comparison,
-            usage_by_config, exit_statuses, pass_rate_trend],
+            usage_by_config, exit_statuses, pass_rate_trend, sft_export, rl_export, atif_export],
     asset_checks=[trajectories_validate, rewards_in_range, no_missing_partitions],
     jobs=[evaluate_job, analytics_job, register_configs_job],
     schedules=[nightly_eval],

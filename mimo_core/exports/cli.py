@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from mimo_core.cli import statuses_arg
-from mimo_core.exports.report import ExportReport
-from mimo_core.exports.source import ExportFilter, RolloutRef, select_rollouts
+from mimo_core.exports.source import ExportFilter
+from mimo_core.exports.write import FORMATS, run_export
 
 SHOW_SKIPPED = 10  # rollouts left out named on stderr; all of them are in the report
-
-
-def _exporters() -> dict[str, Callable[[list[RolloutRef], Path], ExportReport]]:
-    from mimo_core.exports.atif import export_atif
-    from mimo_core.exports.rl import export_rl
-    from mimo_core.exports.sft import export_sft
-
-    return {"sft": export_sft, "rl": export_rl, "atif": export_atif}
-
-
-FORMATS = ("sft", "rl", "atif")
 
 
 def build_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -40,16 +28,6 @@ def build_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.Argume
     p.add_argument("--max-reward", type=float, default=None, help="keep rewards <= this (drops ungraded rollouts)")
     p.add_argument("--config", action="append", default=[], metavar="NAME", help="keep this config (repeatable)")
     return p
-
-
-def run_export(fmt: str, output_dirs: list[Path], dest: Path, flt: ExportFilter | None = None,
-               only: set[tuple[str, str]] | None = None) -> ExportReport:
-    """Write one export into `dest` with its `<format>_report.json`; the CLI and the Dagster assets call this."""
-    refs = select_rollouts(output_dirs, flt, only)
-    dest.mkdir(parents=True, exist_ok=True)
-    report = _exporters()[fmt](refs, dest)
-    report.write(dest)
-    return report
 
 
 def main(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> int:

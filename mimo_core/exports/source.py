@@ -3,7 +3,7 @@ reward and config, each with the folder its files are in."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,16 +79,23 @@ def check_output_dir(path: Path) -> list[ResultRecord]:
     return records
 
 
-def select_rollouts(run_dirs: Iterable[Path], flt: ExportFilter | None = None,
-                    only: set[tuple[str, str]] | None = None) -> list[RolloutRef]:
-    """The rollouts of `run_dirs` the filter keeps, sorted by (instance, config, k); `only` limits them to
-    some (instance, config) pairs (a Dagster partition selection)."""
+def select_rollouts(run_dirs: Iterable[Path], flt: ExportFilter | None = None) -> list[RolloutRef]:
+    """The rollouts of `run_dirs` the filter keeps, sorted by (instance, config, k)."""
     flt = flt or ExportFilter()
-    refs = []
-    for run_dir in run_dirs:
-        run_dir = Path(run_dir).resolve()
-        for rec in check_output_dir(run_dir):
-            if flt.keeps(rec) and (only is None or (rec.instance_id, rec.config_name) in only):
-                refs.append(RolloutRef(run_dir, rec))
+    refs = [RolloutRef(d, rec) for d in {Path(p).resolve(): None for p in run_dirs}
+            for rec in check_output_dir(d) if flt.keeps(rec)]
+    refs.sort(key=lambda r: (*r.record.key, str(r.run_dir)))
+    return refs
+
+
+def select_latest(latest: Mapping[tuple[str, str], Path], flt: ExportFilter | None = None) -> list[RolloutRef]:
+    """The rollouts of each (instance, config) pair from the run folder `latest` names for it (Dagster's
+    latest graded materialization of each partition), filtered and sorted like `select_rollouts`."""
+    flt = flt or ExportFilter()
+    by_dir: dict[Path, set[tuple[str, str]]] = {}
+    for pair, run_dir in latest.items():
+        by_dir.setdefault(Path(run_dir).resolve(), set()).add(pair)
+    refs = [RolloutRef(d, rec) for d, pairs in by_dir.items() for rec in check_output_dir(d)
+            if (rec.instance_id, rec.config_name) in pairs and flt.keeps(rec)]
     refs.sort(key=lambda r: (*r.record.key, str(r.run_dir)))
     return refs

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mimo_core.exports.cli import run_export
 from mimo_core.exports.source import ExportFilter
+from mimo_core.exports.write import run_export
 from mimo_core.status import ExitStatus
 from mimo_core.testing.harbor_atif import harbor_atif_errors
 from tests.exports.conftest import ScriptedRun

@@ -1,0 +1,42 @@
+"""One export of some rollouts in one format, with its `<format>_report.json`: what the CLI and the
+Dagster export assets both call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from mimo_core.exports.report import ExportReport
+from mimo_core.exports.source import ExportFilter, RolloutRef, select_rollouts
+
+FORMATS = ("sft", "rl", "atif")
+
+
+def _exporter(fmt: str) -> Callable[[list[RolloutRef], Path], ExportReport]:
+    if fmt == "sft":
+        from mimo_core.exports.sft import export_sft
+
+        return export_sft
+    if fmt == "rl":
+        from mimo_core.exports.rl import export_rl
+
+        return export_rl
+    if fmt == "atif":
+        from mimo_core.exports.atif import export_atif
+
+        return export_atif
+    raise ValueError(f"unknown export format {fmt!r}; known: {', '.join(FORMATS)}")
+
+
+def write_export(fmt: str, refs: list[RolloutRef], dest: Path) -> ExportReport:
+    """Write `refs` into `dest` (created) in format `fmt`, and the report beside it."""
+    exporter = _exporter(fmt)
+    dest.mkdir(parents=True, exist_ok=True)
+    report = exporter(refs, dest)
+    report.write(dest)
+    return report
+
+
+def run_export(fmt: str, output_dirs: list[Path], dest: Path, flt: ExportFilter | None = None) -> ExportReport:
+    """Every rollout of `output_dirs` the filter keeps, exported to `dest`."""
+    return write_export(fmt, select_rollouts(output_dirs, flt), dest)
