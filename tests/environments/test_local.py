@@ -254,3 +254,18 @@ def test_bwrap_commands_from_two_threads_run_side_by_side(make_env: MakeEnv) -> 
         assert env.execute("echo quick").output == "quick\n"
         assert time.monotonic() - start < 1.5
         assert slow.result().output == "slow\n"
+
+
+@needs_bwrap
+def test_bwrap_one_sandbox_per_rollout_not_per_command(make_env: MakeEnv) -> None:
+    """Commands and the bash tool's shell share one bwrap instance: one PID namespace, where a bwrap
+    started per command would give each command a namespace of its own."""
+    from mimo_core.tools.bash import BashConfig, BashTool
+
+    env = make_env(sandbox="bwrap")
+    bash = BashTool(BashConfig(timeout=10))
+    probe = "readlink /proc/self/ns/pid"
+    seen = {env.execute(probe).output, env.execute(probe).output}
+    seen |= {bash.run({"command": probe}, env).output.split("\n")[0] + "\n" for _ in range(2)}
+    assert len(seen) == 1 and next(iter(seen)).startswith("pid:["), seen
+    assert os.readlink("/proc/self/ns/pid") + "\n" not in seen  # and it is not the host's namespace
