@@ -37,13 +37,14 @@ class ExportReport(BaseModel):
                        if self.skipped else "")
 
 
-def write_parquet(rows: list[dict[str, Any]], schema: Any, path: Path) -> None:
-    """Atomically, with a fixed schema (so an empty export still has its columns)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def write_parquet(rows: list[dict[str, Any]], schema: dict[str, Any], path: Path) -> None:
+    """Atomically, with a fixed schema (so an empty export still has its columns). Through polars:
+    pyarrow's row builders import pandas (seconds) on first use."""
+    import polars as pl
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(rows, schema=schema)
+    # Column by column: several times faster than polars' row-dict builder on long token-id lists.
+    df = pl.DataFrame({k: [r.get(k) for r in rows] for k in schema}, schema=schema)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp)
+    df.write_parquet(tmp)
     os.replace(tmp, path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
+import polars as pl
 
 from mimo_core.agent_msgs import AgentMsgsError, iter_steps
 from mimo_core.exports.report import ExportReport, write_parquet
@@ -19,11 +19,11 @@ from mimo_core.exports.source import ROLLOUT_COLUMNS, RolloutRef
 from mimo_core.models.chat import token_fields
 
 FILE = "rl.parquet"
-SCHEMA = pa.schema([
-    *ROLLOUT_COLUMNS, ("step", pa.int64()), ("call_index", pa.int64()), ("finish_reason", pa.string()),
-    ("prompt_token_ids", pa.list_(pa.int64())), ("completion_token_ids", pa.list_(pa.int64())),
-    ("completion_logprobs", pa.list_(pa.float64())), ("loss_mask", pa.list_(pa.int8())),
-])
+SCHEMA = {
+    **ROLLOUT_COLUMNS, "step": pl.Int64, "call_index": pl.Int64, "finish_reason": pl.String,
+    "prompt_token_ids": pl.List(pl.Int64), "completion_token_ids": pl.List(pl.Int64),
+    "completion_logprobs": pl.List(pl.Float64), "loss_mask": pl.List(pl.Int8),
+}
 
 
 class MissingTokens(ValueError):

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
+import polars as pl
 
 from mimo_core.exports.report import ExportReport, write_parquet
 from mimo_core.exports.source import ROLLOUT_COLUMNS, RolloutRef
@@ -19,14 +19,13 @@ from mimo_core.trajectory import read_trajectory
 
 FILE = "sft.parquet"
 
-TOOL_CALL = pa.struct([("id", pa.string()), ("type", pa.string()),
-                       ("function", pa.struct([("name", pa.string()), ("arguments", pa.string())]))])
-MESSAGE = pa.struct([
-    ("role", pa.string()), ("content", pa.string()), ("reasoning_content", pa.string()),
-    ("tool_calls", pa.list_(TOOL_CALL)), ("tool_call_id", pa.string()), ("name", pa.string()),
-])
-SCHEMA = pa.schema([*ROLLOUT_COLUMNS, ("messages", pa.list_(MESSAGE)), ("tools", pa.string()),
-                    ("steps", pa.int64()), ("cost", pa.float64())])
+TOOL_CALL = pl.Struct({"id": pl.String, "type": pl.String,
+                       "function": pl.Struct({"name": pl.String, "arguments": pl.String})})
+MESSAGE = pl.Struct({
+    "role": pl.String, "content": pl.String, "reasoning_content": pl.String, "tool_calls": pl.List(TOOL_CALL),
+    "tool_call_id": pl.String, "name": pl.String,
+})
+SCHEMA = {**ROLLOUT_COLUMNS, "messages": pl.List(MESSAGE), "tools": pl.String, "steps": pl.Int64, "cost": pl.Float64}
 
 
 def sft_row(ref: RolloutRef) -> dict[str, Any]:

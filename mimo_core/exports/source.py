@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
+import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from mimo_core.errors import ConfigError
@@ -16,11 +16,11 @@ from mimo_core.results import RESULTS_FILE, ResultRecord, ResultsStore
 from mimo_core.status import ExitStatus
 
 # The columns every parquet export starts with (RolloutRef.columns).
-ROLLOUT_COLUMNS = [
-    ("run_id", pa.string()), ("instance_id", pa.string()), ("config_name", pa.string()),
-    ("rollout_index", pa.int64()), ("model_name", pa.string()), ("exit_status", pa.string()),
-    ("reward", pa.float64()), ("passed", pa.bool_()), ("run_dir", pa.string()), ("rollout_dir", pa.string()),
-]
+ROLLOUT_COLUMNS: dict[str, Any] = {
+    "run_id": pl.String, "instance_id": pl.String, "config_name": pl.String, "rollout_index": pl.Int64,
+    "model_name": pl.String, "exit_status": pl.String, "reward": pl.Float64, "passed": pl.Boolean,
+    "run_dir": pl.String, "rollout_dir": pl.String,
+}
 
 
 class ExportFilter(BaseModel):

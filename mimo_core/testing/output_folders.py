@@ -46,10 +46,32 @@ def trajectory(
     )
 
 
+def write_agent_msgs(folder: Path, traj: Trajectory) -> None:
+    """`agent_msgs/` for the trajectory's calls, each response as vLLM sends it when asked for token ids
+    and logprobs (scripted_vllm.py): what the RL export reads."""
+    from mimo_core.agent_msgs import StepWriter
+    from mimo_core.testing.scripted_vllm import vllm_training_fields
+
+    writer = StepWriter(folder / "agent_msgs")
+    (folder / "agent_msgs").mkdir(parents=True, exist_ok=True)
+    wire = [m.to_openai(wire=True) for m in traj.messages]
+    asks = {"logprobs": True, "return_tokens_as_token_ids": True, "return_token_ids": True}
+    step = 0
+    for i, m in enumerate(traj.messages):
+        if m.role != "assistant":
+            continue
+        step += 1
+        request = {"model": traj.config_name, "messages": wire[:i], **asks}
+        choice = {"index": 0, "message": wire[i], "finish_reason": "tool_calls"}
+        response = {"id": f"chatcmpl-{step}", "object": "chat.completion", "choices": [choice], "usage": {}}
+        vllm_training_fields(choice, response, request)
+        writer.record(step, request, response)
+
+
 def write_output_folder(out: Path, rollouts: int, configs: tuple[str, ...] = ("a", "b"), steps: int = 3,
-                        long_steps: int = 250, seed: int = 0) -> Path:
+                        long_steps: int = 250, seed: int = 0, token_ids: bool = False) -> Path:
     """`rollouts` rollouts over instances `inst-<i>` × `configs`; the first rollout has `long_steps` steps.
-    Returns the first rollout's folder."""
+    `token_ids`: each rollout also gets agent_msgs/ with vLLM token ids. Returns the first rollout's folder."""
     rng = random.Random(seed)
     lines = []
     first: Path | None = None
@@ -61,6 +83,8 @@ def write_output_folder(out: Path, rollouts: int, configs: tuple[str, ...] = ("a
         folder.mkdir(parents=True, exist_ok=True)
         traj = trajectory(instance_id, config, 0, long_steps if n == 0 else steps, status)
         (folder / "traj.json").write_text(json.dumps(traj.model_dump(mode="json")))
+        if token_ids:
+            write_agent_msgs(folder, traj)
         graded = status not in (ExitStatus.MODEL_ERROR, ExitStatus.GRADING_ERROR)
         reward = (1.0 if rng.random() < 0.5 else 0.0) if graded else None
         (folder / "reward_extra_info.json").write_text(json.dumps({"reward": reward, "f2p": reward}))

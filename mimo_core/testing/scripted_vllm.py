@@ -13,8 +13,10 @@ from typing import Any
 
 
 def fake_token_ids(text: str) -> list[int]:
-    """A byte-level stand-in for a tokenizer (ids 3..258), so token ids differ with what was said."""
-    return [b + 3 for b in text.encode()]
+    """A stand-in for a tokenizer: a token per 4 bytes (about what BPE gives on English and code), its id
+    from those bytes, so token ids differ with what was said."""
+    data = text.encode()
+    return [int.from_bytes(data[i:i + 4], "little") % 100_000 + 3 for i in range(0, len(data), 4)]
 
 
 def _prompt_text(body: dict[str, Any]) -> str:
@@ -34,8 +36,8 @@ def vllm_training_fields(choice: dict[str, Any], out: dict[str, Any], body: dict
     if body.get("logprobs"):
         as_ids = bool(body.get("return_tokens_as_token_ids"))
         choice["logprobs"] = {"content": [
-            {"token": f"token_id:{t}" if as_ids else chr(t - 3) if t < 131 else "?",
-             "logprob": -((t * 7) % 97) / 100, "bytes": [t - 3], "top_logprobs": []} for t in completion]}
+            {"token": f"token_id:{t}" if as_ids else f"<{t}>", "logprob": -((t * 7) % 97) / 100, "bytes": None,
+             "top_logprobs": []} for t in completion]}
     if body.get("return_token_ids"):
         prompt = fake_token_ids(_prompt_text(body))
         choice["token_ids"] = completion
