@@ -102,8 +102,13 @@ def open_exec(core: Any, namespace: str, name: str, argv: list[str], stdin: bool
     try:
         ws = stream(core.connect_get_namespaced_pod_exec, name, namespace, command=argv, container="sandbox",
                     stdin=stdin, stdout=True, stderr=True, tty=False, _preload_content=False, binary=True)
-    except ApiException as e:
-        raise SandboxError(f"pod {namespace}/{name} cannot run commands: {str(e.reason or e)[:300]}") from None
+    except Exception as e:  # ApiException; on a refused handshake the client itself trips (e.body is None)
+        cause: BaseException | None = e
+        while cause is not None and not isinstance(cause, ApiException):
+            cause = cause.__context__
+        why = str(cause.reason if isinstance(cause, ApiException) else e).split(" -+-+- ")
+        detail = why[-1] if len(why) > 2 else why[0]
+        raise SandboxError(f"pod {namespace}/{name} cannot run commands: {why[0]}: {detail[:300]}") from None
     return ExecStream(ws)
 
 

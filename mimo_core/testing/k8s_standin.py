@@ -235,19 +235,26 @@ class StandIn:
         queue: asyncio.Queue = asyncio.Queue()
         self._watchers.append(queue)
         try:
-            for p in items:
-                await resp.write(json.dumps({"type": "ADDED", "object": p}).encode() + b"\n")
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(float(q.get("timeoutSeconds", "300"))):
-                    while True:
-                        event = await queue.get()
-                        obj = event["object"]
-                        if obj["metadata"]["namespace"] == ns and matches(obj, sel, fields):
-                            await resp.write(json.dumps(event).encode() + b"\n")
+            await self._stream_events(resp, queue, items, ns, sel, fields, float(q.get("timeoutSeconds", "300")))
+        except ConnectionResetError:
+            pass  # the client stopped watching
         finally:
             self._watchers.remove(queue)
-        await resp.write_eof()
+        with contextlib.suppress(ConnectionResetError):
+            await resp.write_eof()
         return resp
+
+    async def _stream_events(self, resp: web.StreamResponse, queue: asyncio.Queue, items: list[dict[str, Any]],
+                             ns: str, sel: str, fields: str, timeout: float) -> None:
+        for p in items:
+            await resp.write(json.dumps({"type": "ADDED", "object": p}).encode() + b"\n")
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while True:
+                    event = await queue.get()
+                    obj = event["object"]
+                    if obj["metadata"]["namespace"] == ns and matches(obj, sel, fields):
+                        await resp.write(json.dumps(event).encode() + b"\n")
 
     # -- network policies --------------------------------------------------------------------------
 

@@ -1,0 +1,110 @@
+"""No pod outlives its rollout: normal end, errors, Ctrl-C, SIGTERM, SIGKILL + cleanup (stand-in pods)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from mimo_core.environments.k8s_cleanup import cleanup
+from mimo_core.errors import SandboxError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pods(k8s, run_id: str) -> list[str]:
+    return [name for (_, name), p in list(k8s.pods.items())
+            if (p["metadata"].get("labels") or {}).get("mimoagent.run_id") == run_id]
+
+
+def _policies(k8s) -> set[str]:
+    return {name for _, name in list(k8s.policies)}
+
+
+def _containers(k8s, run_id: str) -> list:
+    return k8s.docker.containers.list(all=True, filters={"label": f"k8s-standin/mimoagent.run_id={run_id}"})
+
+
+def _runner(run_id: str, mode: str, n: int = 1) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "tests.kubernetes.runner_proc", run_id, mode, str(n)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+    line = proc.stdout.readline()
+    if mode != "raise":
+        assert line.strip() == "READY", proc.stderr.read()
+    return proc
+
+
+def test_stop_deletes_the_pod_its_policy_and_container_and_is_idempotent(make_k8s_env, k8s) -> None:
+    run_id = f"t-{uuid.uuid4().hex[:8]}"
+    env = make_k8s_env(labels={"mimoagent.run_id": run_id}, network=False)
+    assert _pods(k8s, run_id) == [env.pod] and env.pod in _policies(k8s)
+    assert len(_containers(k8s, run_id)) == 1
+    pod = env.pod
+    env.stop()
+    env.stop()
+    assert _pods(k8s, run_id) == [] and pod not in _policies(k8s) and _containers(k8s, run_id) == []
+
+
+def test_failed_start_leaves_no_pod(make_k8s_env, k8s) -> None:
+    run_id = f"t-{uuid.uuid4().hex[:8]}"
+    env = make_k8s_env(labels={"mimoagent.run_id": run_id}, seed_dir="/nonexistent/seed", start=False)
+    with pytest.raises(SandboxError, match="seed_dir"):
+        env.start()
+    env.stop()  # what the rollout does after any failure
+    assert _pods(k8s, run_id) == []
+
+
+def test_a_pod_deleted_from_outside_is_a_sandbox_error(make_k8s_env, k8s) -> None:
+    env = make_k8s_env()
+    from kubernetes import client
+
+    client.CoreV1Api(env.api).delete_namespaced_pod(env.pod, env.namespace)
+    with pytest.raises(SandboxError, match="cannot run commands"):
+        env.execute("echo hi")
+    env.stop()  # still safe
+
+
+def test_uncaught_exception_in_the_runner_deletes_its_pods(k8s) -> None:
+    run_id = f"t-{uuid.uuid4().hex[:8]}"
+    proc = _runner(run_id, "raise", 2)
+    assert proc.wait(timeout=60) != 0
+    assert "runner crashed" in proc.stderr.read()
+    assert _pods(k8s, run_id) == [] and _containers(k8s, run_id) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_of_the_runner_deletes_its_pods_and_policies(k8s, sig) -> None:
+    run_id = f"t-{uuid.uuid4().hex[:8]}"
+    proc = _runner(run_id, "hold", 2)
+    held = _pods(k8s, run_id)
+    assert len(held) == 2 and len(set(held) & _policies(k8s)) == 1  # one of the two has no network
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    assert _pods(k8s, run_id) == [] and not set(held) & _policies(k8s)
+    assert _containers(k8s, run_id) == []
+
+
+def test_sigkilled_runner_leftovers_go_with_stale_cleanup_and_the_cleanup_command(k8s) -> None:
+    dead, alive = f"t-{uuid.uuid4().hex[:8]}", f"t-{uuid.uuid4().hex[:8]}"
+    killed = _runner(dead, "hold", 2)
+    living = _runner(alive, "hold", 1)
+    try:
+        killed.kill()
+        killed.wait()
+        held = _pods(k8s, dead)
+        assert len(held) == 2  # SIGKILL runs nothing
+        assert cleanup(stale_only=True) >= 2
+        assert _pods(k8s, dead) == [] and not set(held) & _policies(k8s)
+        assert len(_pods(k8s, alive)) == 1  # a live runner's pods stay
+        proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "cleanup", "--run-id", alive], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60, env={**os.environ})
+        assert proc.returncode == 0 and "1 pod(s)" in proc.stdout, proc.stdout + proc.stderr
+        assert _pods(k8s, alive) == [] and _containers(k8s, alive) == []
+    finally:
+        living.kill()
+        living.wait()
