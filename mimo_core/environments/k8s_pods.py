@@ -26,8 +26,13 @@ LABEL_VALUE = re.compile(rf"({_LABEL_NAME})?")
 LABEL_SANDBOX = "mimoagent.sandbox"  # the pod's own name: what its NetworkPolicy selects
 CONTAINER = "sandbox"
 # Reasons a pod will not get past on its own: fail now instead of waiting out the start timeout.
+IMAGE_REASONS = {"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 FATAL_WAITING = {"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError",
                  "CreateContainerError", "CrashLoopBackOff", "RunContainerError"}
+
+
+class PodImageError(SandboxError):
+    """The pod's image cannot be pulled (or is not a valid name): a fallback image may help."""
 
 
 class Toleration(BaseModel):
@@ -202,7 +207,8 @@ def wait_running(core: Any, namespace: str, name: str, image: str, timeout: floa
                 if verdict == "running":
                     return
                 if verdict == "fatal":
-                    raise SandboxError(f"pod {namespace}/{name} (image {image}) cannot start: {reason}: {message}")
+                    error = PodImageError if reason in IMAGE_REASONS else SandboxError
+                    raise error(f"pod {namespace}/{name} (image {image}) cannot start: {reason}: {message}")
                 if time.monotonic() >= deadline:
                     break
         except ApiException as e:

@@ -16,6 +16,7 @@ SIGKILLed runner left. `kubernetes` is imported lazily so `mimoagent --help` sta
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import shlex
@@ -28,7 +29,14 @@ from mimo_core.environments.base import ExecResult, SandboxSpec
 from mimo_core.environments.docker import _QUIET, KEEPALIVE
 from mimo_core.environments.docker_shell import kill_script
 from mimo_core.environments.k8s_exec import ENDED, STDOUT, ExecStream, open_exec, run
-from mimo_core.environments.k8s_pods import KubernetesOptions, deny_all_policy, pod_manifest, pod_name, wait_running
+from mimo_core.environments.k8s_pods import (
+    KubernetesOptions,
+    PodImageError,
+    deny_all_policy,
+    pod_manifest,
+    pod_name,
+    wait_running,
+)
 from mimo_core.environments.shell import MAX_CAPTURE, HeadTail, ShellSession
 from mimo_core.errors import SandboxError
 
@@ -36,6 +44,8 @@ if TYPE_CHECKING:
     from mimo_core.config import EnvironmentConfig
 
 _KILL_GRACE = 5.0
+log = logging.getLogger("mimoagent.kubernetes")
+_unpullable: set[str] = set()  # images this process saw fail to pull: straight to the fallback image
 _configs: dict[tuple[str | None, str | None], tuple[Any, str]] = {}  # (kubeconfig, context) -> (conf, ns)
 _configs_lock = threading.Lock()
 
@@ -98,7 +108,6 @@ class KubernetesEnvironment:
 
     def start(self) -> None:
         from kubernetes import client
-        from kubernetes.client.rest import ApiException
 
         conf, self.namespace = client_config(self.options)
         self.api = client.ApiClient(conf)
@@ -107,9 +116,38 @@ class KubernetesEnvironment:
         if not self.image:
             raise SandboxError("the task names no image and Kubernetes cannot build its Dockerfile: push the image "
                                "and set the row's image, or set environment.backend_kwargs.fallback_image")
+        if self.image in _unpullable and self.options.fallback_image:
+            self.image = self.options.fallback_image
+        try:
+            self._launch(self.image)
+        except PodImageError as e:
+            fallback = self.options.fallback_image
+            if not fallback or self.image == fallback:
+                raise
+            if self.image not in _unpullable:  # once per image, not once per rollout
+                _unpullable.add(self.image)
+                log.warning("using fallback image %s: %s", fallback, e)
+            self._delete()
+            self.image = fallback
+            self._launch(fallback)
+        dirs = " ".join(shlex.quote(d) for d in (self.spec.cwd, self.scratch_dir))
+        probe = self.execute(f"mkdir -p {dirs}", timeout=60, cwd="/")
+        if probe.returncode != 0:
+            raise SandboxError(f"pod {self.pod} (image {self.image}) cannot run bash: {probe.output.strip()[:500]}")
+        if self.spec.seed_dir:
+            seed = Path(self.spec.seed_dir)
+            if not seed.is_dir():
+                raise SandboxError(f"seed_dir {seed} is not a folder")
+            self.copy_in(seed, self.spec.cwd)
+
+    def _launch(self, image: str) -> None:
+        """Create the pod (after its NetworkPolicy when the task has no network) and wait until it runs."""
+        from kubernetes import client
+        from kubernetes.client.rest import ApiException
+
         labels = {**self.spec.labels, **docker_registry.owner_labels()}
         name = pod_name(labels, secrets.token_hex(3))
-        manifest = pod_manifest(name, self.image, self.spec, self.options, labels,
+        manifest = pod_manifest(name, image, self.spec, self.options, labels,
                                 ["/bin/sh", "-c", KEEPALIVE], {**_QUIET, **self.spec.env})
         live.track(self)
         try:
@@ -122,23 +160,10 @@ class KubernetesEnvironment:
         except ApiException as e:
             raise SandboxError(f"creating pod {self.namespace}/{name} failed: {e.status} {e.reason}: "
                                f"{(e.body or '')[:300]}") from None
-        wait_running(self.core, self.namespace, name, self.image,
+        wait_running(self.core, self.namespace, name, image,
                      self.options.pod_start_timeout or self.config.startup_timeout)
-        dirs = " ".join(shlex.quote(d) for d in (self.spec.cwd, self.scratch_dir))
-        probe = self.execute(f"mkdir -p {dirs}", timeout=60, cwd="/")
-        if probe.returncode != 0:
-            raise SandboxError(f"pod {name} (image {self.image}) cannot run bash: {probe.output.strip()[:500]}")
-        if self.spec.seed_dir:
-            seed = Path(self.spec.seed_dir)
-            if not seed.is_dir():
-                raise SandboxError(f"seed_dir {seed} is not a folder")
-            self.copy_in(seed, self.spec.cwd)
 
-    def stop(self) -> None:
-        """Delete the pod (no grace period: PID 1 ignores polite signals) and its policy. Idempotent."""
-        for session in self._sessions.values():
-            session.close()
-        self._sessions.clear()
+    def _delete(self) -> None:
         pod, self.pod = self.pod, None
         policy, self.policy = self.policy, None
         if self.core is not None:
@@ -150,6 +175,13 @@ class KubernetesEnvironment:
             with contextlib.suppress(Exception):
                 if policy:
                     client.NetworkingV1Api(self.api).delete_namespaced_network_policy(policy, self.namespace)
+
+    def stop(self) -> None:
+        """Delete the pod (no grace period: PID 1 ignores polite signals) and its policy. Idempotent."""
+        for session in self._sessions.values():
+            session.close()
+        self._sessions.clear()
+        self._delete()
         live.untrack(self)
         if self.api is not None:
             with contextlib.suppress(Exception):
