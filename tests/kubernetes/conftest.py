@@ -14,17 +14,20 @@ from typing import Any
 
 import pytest
 
-from mimo_core.testing.dockerd import BASE_IMAGE
+from mimo_core.testing.dockerd import BASE_IMAGE, DockerdInfo, use_dockerd
 from mimo_core.testing.k8s_standin import StandIn
+from tests.host_needs import unavailable
 
 
 @pytest.fixture(scope="session")
 def k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
     if os.geteuid() != 0:
-        pytest.skip("starting a private dockerd needs root")
-    from mimo_core.testing.dockerd import ensure_dockerd
+        unavailable("starting a private dockerd needs root")
+    with use_dockerd() as info:  # the engine stops after the last test process using it ends
+        yield from _standin(info, tmp_path_factory)
 
-    info = ensure_dockerd()
+
+def _standin(info: DockerdInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
     standin = StandIn(info.docker_host)
     standin.start()
     kubeconfig = standin.write_kubeconfig(tmp_path_factory.mktemp("k8s") / "kubeconfig")
