@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
@@ -53,6 +54,19 @@ def test_broken_dockerfile_is_a_sandbox_error_with_the_build_log(make_docker_env
     with pytest.raises(SandboxError, match="(?s)Dockerfile failed.*about-to-fail"):
         env.start()
 
+
+
+def test_a_build_past_the_tasks_build_timeout_is_a_sandbox_error(make_docker_env, tmp_path) -> None:
+    """The task's own build timeout (Harbor `[environment].build_timeout_sec`, `SandboxSpec.build_timeout`)
+    bounds the build, not the environment's 120 s startup_timeout."""
+    ctx = tmp_path / "environment"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text(f"FROM mimo-base:bookworm\nRUN echo {uuid.uuid4().hex} && sleep 60\n")
+    env = make_docker_env(image=None, dockerfile_dir=str(ctx), build_timeout=2, start=False)
+    started = time.monotonic()
+    with pytest.raises(SandboxError, match="Dockerfile failed"):
+        env.start()
+    assert time.monotonic() - started < 30
 
 
 def test_image_prefix_reaches_the_from_lines_of_a_build(docker_client, tmp_path) -> None:

@@ -66,3 +66,17 @@ def test_the_reference_solution_runs_with_the_tasks_solution_env_and_is_committe
     record, rollout = run_rollout(rows, write_harbor_config(tmp_path), recalc="gt")
     assert (record.exit_status, record.reward) == ("recalculated", 1.0)  # strict: the hook saw the commit
     assert "+goodbye" in json.loads((rollout / "traj.json").read_text())["submission"]
+
+
+def test_the_tasks_verifier_timeout_stops_a_hanging_verifier_as_a_grading_error(
+    tmp_path: Path, run_rollout
+) -> None:
+    """Harbor `[verifier].timeout_sec` bounds the verifier: a hang is the grader's failure, never a 0."""
+    task = write_harbor_task(tmp_path / "tasks")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 60.0", "timeout_sec = 1.0"))
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\nsleep 60\n")
+    record, _ = run_rollout(write_rows(tmp_path, task), write_harbor_config(tmp_path), recalc="gt")
+    assert (record.exit_status, record.reward, record.infra_error) == ("grading_error", None, True)
+    assert "verifier timed out after 1.0s" in (record.error or "")
+    assert record.duration_s < 30
