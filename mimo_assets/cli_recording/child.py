@@ -2,7 +2,8 @@
 
 Its own process, so `import dagster` and the event-log writes never take the CLI's GIL from the rollout
 threads. Protocol on stdin, one JSON object a line: first a RecordingHeader (the RunRequest and the planned rollouts),
-then one ResultRecord per finished rollout; end of input ends the run. Exit status 0 when recorded.
+then one ResultRecord per finished rollout, then END_OF_RUN; end of input ends the run (without END_OF_RUN
+the CLI died, and the run fails after recording what it finished). Exit status 0 when recorded.
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ import signal
 import sys
 import threading
 
-from mimo_assets.cli_recording.feed import Feed, RecordingHeader
+from mimo_assets.cli_recording.feed import END_OF_RUN, Feed, RecordingHeader
 from mimo_core.results import ResultRecord
 
 
 def _pump(feed: Feed) -> None:
     try:
         for line in sys.stdin:
-            if line.strip():
+            if line.strip() == END_OF_RUN:
+                feed.complete = True
+            elif line.strip():
                 feed.put(ResultRecord.model_validate_json(line))
     finally:
         feed.close()

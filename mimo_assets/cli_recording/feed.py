@@ -13,6 +13,8 @@ from mimo_core.plan import RunRequest
 from mimo_core.results import ResultRecord
 
 _END = object()
+# The CLI's last line when it finished normally; end of input without it means the CLI died (SIGKILL).
+END_OF_RUN = "end-of-run"
 
 
 class RecordingHeader(BaseModel):
@@ -29,6 +31,11 @@ class Feed:
         self.header = header
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._ended = False
+        self.complete = False  # the CLI said it finished (END_OF_RUN) before its input ended
+
+    @property
+    def n_planned(self) -> int:
+        return len(self.header.planned)
 
     def put(self, record: ResultRecord) -> None:
         self._queue.put(record)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mimo_assets.cli_recording.feed import RecordingHeader
+from mimo_assets.cli_recording.feed import END_OF_RUN, RecordingHeader
 from mimo_core.results import ResultRecord
 
 if TYPE_CHECKING:
@@ -109,6 +109,8 @@ class DagsterObserver:
             while (item := self.queue.get()) is not _END:
                 line = item if isinstance(item, str) else item.model_dump_json()
                 self.proc.stdin.write(line + "\n")
+                self.proc.stdin.flush()  # in the child now: a SIGKILLed CLI loses nothing it finished
+            self.proc.stdin.write(END_OF_RUN + "\n")
             self.proc.stdin.close()
         except (BrokenPipeError, OSError):  # the child died; finish() reports its error
             pass

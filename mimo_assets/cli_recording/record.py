@@ -38,6 +38,12 @@ def record_cli_run(
         instance, feed, header.planned, req.output_dir, upstream(instance), tags,
         graded_only=req.recalc is not None, log=log,
     )
+    if not feed.complete:
+        from dagster import Failure
+
+        raise Failure(description="the mimoagent process ended before its run did (killed?): what it finished "
+                                  f"is recorded; the next run over {req.output_dir} does the rest "
+                                  f"({feed.n_planned} rollouts were planned)")
 
 
 def execute_feed(feed: Feed) -> str | None:

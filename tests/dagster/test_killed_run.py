@@ -1,0 +1,65 @@
+"""A CLI run killed with SIGKILL: what it finished is in Dagster after the rerun, and the killed run does not
+show as succeeded."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dagster import AssetKey, DagsterInstance, DagsterRunStatus
+
+from mimo_core.testing.scripted_llm import Reply, Request, ScriptedLLM, call
+from mimo_core.testing.tasks import write_named_config, write_tasks
+from tests.core.conftest import REPO, SECRET
+from tests.dagster.conftest import EDIT, run_cli
+
+GRADED = AssetKey("graded_results")
+
+
+def _hangs_on_greet_1(req: Request) -> Reply:
+    """Solves greet-0; on greet-1 runs a command that outlives the test's patience."""
+    if "(task 1)" in json.dumps(req.body["messages"][:2]):
+        return call("bash", command="sleep 60")
+    return EDIT if req.n_assistant_turns == 0 else call("submit")
+
+
+def _wait(what: str, done, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_a_killed_runs_finished_rollouts_are_in_dagster_after_the_rerun_and_it_is_not_a_success(
+    tmp_path: Path, dagster_env, llm,
+) -> None:
+    data, cfg, out = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good"), tmp_path / "out"
+    args = ["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--workers", "1"]
+    with ScriptedLLM(_hangs_on_greet_1) as hanging:
+        env = {**os.environ, **dagster_env, "MIMO_TEST_BASE_URL": hanging.openai_base_url,
+               "MIMO_TEST_API_KEY": SECRET}
+        env.pop("MIMOAGENT_OBSERVERS", None)
+        runner = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            results = out / "results.jsonl"
+            _wait("greet-0 finished and greet-1 at work",
+                  lambda: results.is_file() and len(results.read_text().splitlines()) == 1
+                  and any("sleep 60" in json.dumps(r.body) for r in hanging.requests[-1:]))
+        finally:
+            runner.send_signal(signal.SIGKILL)
+            runner.wait()
+        instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+        _wait("the recording child to end", lambda: instance.get_runs()
+              and instance.get_runs()[0].status not in (DagsterRunStatus.STARTED, DagsterRunStatus.STARTING))
+    [killed] = instance.get_runs()
+    assert killed.status != DagsterRunStatus.SUCCESS
+
+    run_cli(args, llm, dagster_env)  # the rerun does greet-1
+    assert instance.get_materialized_partitions(GRADED) == {"good|greet-0", "good|greet-1"}
+    assert len(instance.fetch_materializations(GRADED, limit=100).records) == 2  # each partition once
