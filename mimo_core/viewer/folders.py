@@ -89,6 +89,8 @@ class OutputFolder:
         self._stamp: tuple[int, int] | None = None
         self._records: list[ResultRecord] = []
         self._by_dir: dict[str, ResultRecord] = {}
+        self._summaries: list[ConfigSummary] = []
+        self._facets: tuple[list[str], list[str]] = ([], [])
         self.torn: list[int] = []
 
     @property
@@ -109,6 +111,9 @@ class OutputFolder:
                     raise ViewerInputError(f"{self.results}: cannot read: {e.strerror or e}") from None
                 self._records = sorted(found.values(), key=SORTS["instance"])
                 self._by_dir = {r.output_dir: r for r in self._records}
+                self._summaries = summarize(self._records)
+                self._facets = (sorted({r.config_name for r in self._records}),
+                                sorted({str(r.exit_status) for r in self._records}))
                 self.torn, self._stamp = torn, stamp
             return self._records
 
@@ -127,12 +132,14 @@ class OutputFolder:
         return self._by_dir.get(rollout_dir)
 
     def summaries(self) -> list[ConfigSummary]:
-        return summarize(self.records())
+        """The summary table per config (computed once per change of results.jsonl)."""
+        self.records()
+        return self._summaries
 
     def facets(self) -> tuple[list[str], list[str]]:
         """The configs and the statuses present, for the filter menus."""
-        records = self.records()
-        return sorted({r.config_name for r in records}), sorted({str(r.exit_status) for r in records})
+        self.records()
+        return self._facets
 
     def torn_note(self) -> str | None:
         if not self.torn:
