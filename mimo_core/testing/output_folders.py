@@ -7,6 +7,8 @@ import json
 import random
 from pathlib import Path
 
+from mimo_core.grading.rubric import JudgeResult, RubricScore
+from mimo_core.grading.test_outcomes import TestGroup, TestSummary
 from mimo_core.messages import Message, ToolCall, ToolSchema
 from mimo_core.models.base import Usage
 from mimo_core.results import RESULTS_FILE, ResultRecord
@@ -87,7 +89,14 @@ def write_output_folder(out: Path, rollouts: int, configs: tuple[str, ...] = ("a
             write_agent_msgs(folder, traj)
         graded = status not in (ExitStatus.MODEL_ERROR, ExitStatus.GRADING_ERROR)
         reward = (1.0 if rng.random() < 0.5 else 0.0) if graded else None
-        (folder / "reward_extra_info.json").write_text(json.dumps({"reward": reward, "f2p": reward}))
+        extra = {"reward": reward, "f2p": reward}
+        if n == 0:  # the long rollout also has per-test outcomes and a judge's verdict
+            extra["tests"] = TestSummary(source=["verifier/ctrf.json"], f2p=TestGroup(passed=["test_goodbye"]),
+                                         p2p=TestGroup(failed=["test_hello_kept"])).model_dump()
+            extra["judge"] = JudgeResult(score=0.5, exit_status=ExitStatus.SUBMITTED, verdict="1: yes; 2: no", scores=[
+                RubricScore(index=1, rubric="says goodbye", score=1.0, reason="the file says goodbye"),
+                RubricScore(index=2, rubric="keeps hello", score=0.0, reason="hello is gone")]).model_dump(mode="json")
+        (folder / "reward_extra_info.json").write_text(json.dumps(extra))
         lines.append(ResultRecord(
             run_id="generated", instance_id=instance_id, config_name=config, model_name=config, exit_status=status,
             error=None if graded else f"{status}: generated", reward=reward,

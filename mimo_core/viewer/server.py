@@ -48,6 +48,7 @@ def _bind(host: str, port: int) -> socket.socket:
         from mimo_core.viewer.folders import ViewerInputError
 
         raise ViewerInputError(f"--host {host} --port {port}: cannot listen there: {e.strerror or e}") from None
+    sock.listen(2048)  # listening before the URL is printed: a request sent at once waits, not refused
     return sock
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +71,14 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
         fh.write('{"run_id": "torn-by-a-kill", "instance_id": "gre')  # a kill mid-write leaves this
     before = snapshot(out)
     stderr_path = work / "viewer.stderr"
+    with serve(out, stderr_path) as (server, url):
+        yield Viewer(out=out, base=url.split("/runs/", 1)[0], url=url, snapshot=before, stderr_path=stderr_path,
+                     proc=server)
+
+
+@contextmanager
+def serve(out: Path, stderr_path: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`mimoagent view out` in its own process group; yields it and the URL it printed."""
     with open(stderr_path, "w") as err:
         server = subprocess.Popen([*Viewer.command(), str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=err,
                                   text=True, start_new_session=True)
@@ -79,9 +88,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
         reader.start()
         reader.join(60)
         assert line and "http://" in line[0], f"viewer did not start: {stderr_path.read_text()}"
-        url = line[0].split(" at ", 1)[1].split()[0]
-        base = url.split("/runs/", 1)[0]
-        yield Viewer(out=out, base=base, url=url, snapshot=before, stderr_path=stderr_path, proc=server)
+        yield server, line[0].split(" at ", 1)[1].split()[0]
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:

@@ -1,0 +1,54 @@
+"""The viewer over a generated output folder (mimo_core/testing/output_folders.py, the bench's generator
+in small): paging, per-test outcomes and the judge, read over HTTP from a real `mimoagent view`."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import urllib.request
+from pathlib import Path
+
+from mimo_core.testing.chromium import visible_text
+from mimo_core.testing.output_folders import write_output_folder
+from mimo_core.viewer.urls import DEFAULT_VIEWER_URL, VIEWER_URL_ENV, rollout_url, viewer_base_url
+from tests.viewer.conftest import Viewer, serve, snapshot
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=20) as resp:
+        return resp.read().decode()
+
+
+def test_run_page_is_paged_and_a_rollout_page_shows_tests_and_judge(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_output_folder(out, 250, long_steps=30)
+    before = snapshot(out)
+    with serve(out, tmp_path / "stderr") as (_, url):
+        first, last = get(url), get(url + "?page=3")
+        assert first.count('<tr class="rollout">') == 100 and "250 of 250 rollouts · page 1 of 3" in first
+        assert 'id="next"' in first and last.count('<tr class="rollout">') == 50 and 'id="next"' not in last
+        assert "inst-00124" in last and "inst-00124" not in first  # the pages hold different rollouts
+        page = visible_text(get(rollout_url(out, "inst-00000/a/0", base=url.split("/runs/")[0])))
+        assert re.search(r"f2p passed 1 test_goodbye", page) and re.search(r"p2p failed 1 test_hello_kept", page)
+        assert "score 0.5" in page and "the file says goodbye" in page and "hello is gone" in page
+        assert page.count("ASSISTANT") + page.count("assistant · step") == 30
+    assert snapshot(out) == before
+
+
+def test_the_link_base_comes_from_the_environment(monkeypatch) -> None:
+    monkeypatch.delenv(VIEWER_URL_ENV, raising=False)
+    assert viewer_base_url() == DEFAULT_VIEWER_URL
+    monkeypatch.setenv(VIEWER_URL_ENV, "http://viewer.example:9000/")
+    assert rollout_url("/data/out", "i/c/0").startswith("http://viewer.example:9000/runs/out-")
+
+
+def test_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
+    write_output_folder(tmp_path / "out", 2, long_steps=2)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run([*Viewer.command(), str(tmp_path / "out"), "--port", str(port)], capture_output=True,
+                              text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and f"--port {port}: cannot listen" in proc.stderr
