@@ -9,18 +9,31 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING
 
 from mimo_core.results import ResultRecord
 from mimo_core.rollout import RolloutJob, run_one
 
+if TYPE_CHECKING:
+    from mimo_core.ray_runner.options import RayOptions
+
 
 def run_jobs(
     jobs: list[RolloutJob], workers: int = 1, on_result: Callable[[ResultRecord], None] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: threading.Event | None = None, ray: RayOptions | None = None,
 ) -> list[ResultRecord]:
-    """Run jobs on a thread pool. On Ctrl-C, running rollouts stop at their next step (status
-    `interrupted`, rerun on resume) and clean up their sandboxes before this returns."""
+    """Run jobs on a thread pool, or with `ray` on a Ray cluster (`mimo_core.ray_runner`). On Ctrl-C,
+    running rollouts stop at their next step (status `interrupted`; on Ray: cancelled, no record) and
+    clean up their sandboxes before this returns; a resume does them again."""
     cancel = cancel or threading.Event()
+    if ray is not None:
+        from mimo_core.ray_runner.driver import run_jobs_on_ray
+
+        _running.add(cancel)
+        try:
+            return run_jobs_on_ray(jobs, workers, on_result, ray, cancel)
+        finally:
+            _running.discard(cancel)
     _running.add(cancel)
     results: list[ResultRecord] = []
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="rollout")

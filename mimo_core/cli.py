@@ -42,7 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for --shuffle and A/B config assignment")
     p.add_argument("--paired", action="store_true",
                    help="with several -c: run every config on every instance (paired A/B) instead of one each")
-    p.add_argument("--workers", type=int, default=1, help="rollouts run in parallel")
+    p.add_argument("--workers", type=int, default=1, help="rollouts run in parallel (cluster-wide with --runner ray)")
+    p.add_argument("--runner", choices=["thread", "ray"], default="thread",
+                   help="thread: a pool in this process; ray: tasks on a Ray cluster (docs/ray.md)")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="Ray cluster to join (default: $RAY_ADDRESS, else a local cluster for this run)")
+    p.add_argument("--ray-resources", default=None, metavar="CPU=1,memory=2GiB,sandbox=1",
+                   help="each rollout's Ray resource request (default CPU=1)")
     p.add_argument("--num-rollouts", type=int, default=1, metavar="K", help="rollouts per instance")
     p.add_argument("--redo-existing", action="store_true", help="rerun rollouts that already finished")
     p.add_argument("--rerun-status", type=statuses_arg, default=[], metavar="STATUS,...",
@@ -174,6 +180,22 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise ConfigError("--workers must be at least 1")
     if args.num_rollouts < 1:
         raise ConfigError("--num-rollouts must be at least 1")
+    args.ray = _ray_options(args)
+
+
+def _ray_options(args: argparse.Namespace) -> Any:
+    """`--runner ray` flags as RayOptions (None for the thread runner); a missing extra is one line."""
+    from mimo_core.errors import ConfigError
+
+    if args.runner != "ray":
+        if args.ray_address is not None or args.ray_resources is not None:
+            raise ConfigError("--ray-address and --ray-resources need --runner ray")
+        return None
+    from mimo_core.ray_runner.options import RayOptions, parse_resources, require_ray
+
+    require_ray()
+    resources = parse_resources(args.ray_resources) if args.ray_resources else None
+    return RayOptions(address=args.ray_address or "", **({"resources": resources} if resources else {}))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -219,7 +241,7 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
     for r in observers:
         r.start(plan)
     try:
-        records = _run_with_progress(jobs, args.workers, observers, request.recalc is not None)
+        records = _run_with_progress(jobs, args.workers, observers, request.recalc is not None, args.ray)
     finally:
         for r in observers:
             r.finish()
@@ -267,7 +289,9 @@ def _request(args: argparse.Namespace) -> Any:
     )
 
 
-def _run_with_progress(jobs: list[Any], workers: int, observers: list[Any], recalc: bool) -> list[Any]:
+def _run_with_progress(
+    jobs: list[Any], workers: int, observers: list[Any], recalc: bool, ray: Any = None,
+) -> list[Any]:
     from mimo_core.batch import run_jobs
     from mimo_core.summary import Tally
 
@@ -297,7 +321,7 @@ def _run_with_progress(jobs: list[Any], workers: int, observers: list[Any], reca
                   f"reward={record.reward} · {tally.line()}", file=sys.stderr, flush=True)
 
     try:
-        return run_jobs(jobs, workers, on_result)
+        return run_jobs(jobs, workers, on_result, ray=ray)
     finally:
         if progress is not None:
             progress.stop()

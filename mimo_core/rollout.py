@@ -168,6 +168,21 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     return record
 
 
+def write_failure(job: RolloutJob, status: ExitStatus, error: str) -> ResultRecord:
+    """The files `run_one` writes for a rollout that failed before its sandbox, for one that ended outside
+    `run_one` (its Ray node lost for good); the caller writes the record."""
+    rollout_dir = job.output_dir / job.rel_dir
+    rollout_dir.mkdir(parents=True, exist_ok=True)
+    rec = RolloutFiles(rollout_dir)
+    try:
+        rec.log(f"rollout {job.rel_dir} run={job.run_id} config={job.config.name}: {status.value}: {error}")
+        now = _now()
+        timings = Timings(started_at=now, ended_at=now)
+        return _write_outputs(job, rollout_dir, rec, None, status, error, None, None, None, timings)
+    finally:
+        rec.close()
+
+
 def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threading.Event | None) -> ResultRecord:
     task = job.task
     t0 = time.monotonic()
