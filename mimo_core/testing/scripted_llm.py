@@ -7,7 +7,6 @@ assistant turns already in the request, so many concurrent rollouts can share on
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import random
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mimo_core.testing.scripted_vllm import vllm_training_fields
+from mimo_core.testing.scripted_render import RENDER, error_body, gemini_route, render_responses, signature_for
 from mimo_core.testing.strict_requests import strict_error_reply, validation_error
 
 _PATHS = {
@@ -93,11 +92,6 @@ def turns(*replies: Reply) -> Responder:
         return replies[min(req.n_assistant_turns, len(replies) - 1)]
 
     return responder
-
-
-def signature_for(thinking: str) -> str:
-    """The signature the server gives a thinking block; replaying any other one is rejected like Anthropic does."""
-    return "sig-" + hashlib.sha256(thinking.encode()).hexdigest()[:24]
 
 
 @dataclass
@@ -238,7 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b"{}"
         path = self.path.split("?", 1)[0]
-        protocol = _PATHS.get(path) or _gemini_route(path)
+        protocol = _PATHS.get(path) or gemini_route(path)
         stream_path = path.endswith(":streamGenerateContent")
         if protocol is None:
             self._send(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
@@ -246,7 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw)
         except json.JSONDecodeError:
-            self._send(400, _error_body(protocol, 400, "request body is not JSON"))
+            self._send(400, error_body(protocol, 400, "request body is not JSON"))
             return
         req = Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()}, raw)
         llm._record(req)
@@ -258,7 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers = dict(inj.headers or {})
                 if inj.retry_after is not None:
                     headers["retry-after"] = f"{inj.retry_after:g}"
-                payload = inj.raw if inj.raw is not None else inj.body or _error_body(protocol, inj.status)
+                payload = inj.raw if inj.raw is not None else inj.body or error_body(protocol, inj.status)
                 self._send(inj.status, payload, headers, inj.content_type)
                 return
         if llm.latency > 0:
@@ -271,18 +265,18 @@ class _Handler(BaseHTTPRequestHandler):
         if protocol == "anthropic":
             bad = _bad_signature(body)
             if bad:
-                self._send(400, _error_body(protocol, 400, bad))
+                self._send(400, error_body(protocol, 400, bad))
                 return
         try:
             reply = llm.responder(req)
         except Exception as e:  # a broken responder should fail the test loudly, not hang the client
-            self._send(500, _error_body(protocol, 500, f"responder raised {type(e).__name__}: {e}"))
+            self._send(500, error_body(protocol, 500, f"responder raised {type(e).__name__}: {e}"))
             return
         n = llm.next_id()
         if body.get("stream") or stream_path:
             self._send_stream(protocol, reply, body, n)
             return
-        out = _RENDER[protocol](reply, body, n)
+        out = RENDER[protocol](reply, body, n)
         with llm._lock:
             llm.sent.append(out)
         self._send(200, out)
@@ -294,7 +288,7 @@ class _Handler(BaseHTTPRequestHandler):
         frames = {
             "anthropic": lambda: ss.anthropic_events(reply, body, n),
             "chat": lambda: ss.chat_events(reply, body, n),
-            "responses": lambda: ss.responses_events(reply, body, n, _render_responses(reply, body, n)),
+            "responses": lambda: ss.responses_events(reply, body, n, render_responses(reply, body, n)),
             "gemini": lambda: ss.gemini_events(reply, body, n),
         }[protocol]()
         self.send_response(200)
@@ -307,15 +301,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-def _error_body(protocol: str, status: int, message: str | None = None) -> dict[str, Any]:
-    kind = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-            404: "not_found_error", 429: "rate_limit_error"}.get(status, "api_error")
-    message = message or f"scripted error {status}"
-    if protocol == "anthropic":
-        return {"type": "error", "error": {"type": kind, "message": message}}
-    return {"error": {"message": message, "type": kind, "code": None, "param": None}}
-
-
 def _bad_signature(body: dict[str, Any]) -> str | None:
     for m in body.get("messages", ()):
         if m.get("role") != "assistant" or not isinstance(m.get("content"), list):
@@ -324,110 +309,3 @@ def _bad_signature(body: dict[str, Any]) -> str | None:
             if block.get("type") == "thinking" and block.get("signature") != signature_for(block.get("thinking", "")):
                 return "messages: invalid signature in thinking block"
     return None
-
-
-def _arguments(reply: Reply, i: int, args: dict[str, Any]) -> str:
-    if reply.raw_arguments and i in reply.raw_arguments:
-        return reply.raw_arguments[i]
-    return json.dumps(args)
-
-
-def _logprob_entries(reply: Reply, as_ids: bool) -> list[dict[str, Any]]:
-    return [
-        {"token": f"token_id:{1000 + i}" if as_ids else f"t{i}", "logprob": -0.01 * (i + 1),
-         "bytes": None, "top_logprobs": []}
-        for i in range(reply.completion_tokens)
-    ]
-
-
-def _render_chat(reply: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {"id": f"call_{n}_{i}", "type": "function",
-             "function": {"name": name, "arguments": _arguments(reply, i, args)}}
-            for i, (name, args) in enumerate(reply.tool_calls)
-        ]
-    if reply.reasoning is not None:
-        message["reasoning_content"] = reply.reasoning
-    choice: dict[str, Any] = {"index": 0, "message": message,
-                              "finish_reason": "tool_calls" if reply.tool_calls else "stop", "logprobs": None}
-    out: dict[str, Any] = {
-        "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-        "choices": [choice],
-        "usage": {
-            "prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
-            "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
-        },
-    }
-    if reply.logprobs:
-        choice["logprobs"] = {"content": _logprob_entries(reply, bool(body.get("return_tokens_as_token_ids")))}
-        choice["token_ids"] = [1000 + i for i in range(reply.completion_tokens)]
-        out["prompt_token_ids"] = list(range(1, reply.prompt_tokens + 1))
-    else:
-        vllm_training_fields(choice, out, body)
-    return out
-
-
-def _render_responses(reply: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
-    output: list[dict[str, Any]] = []
-    if reply.reasoning is not None:
-        output.append({"type": "reasoning", "id": f"rs_{n}",
-                       "summary": [{"type": "summary_text", "text": reply.reasoning}],
-                       "encrypted_content": f"enc-{n}"})
-    if reply.content is not None:
-        part: dict[str, Any] = {"type": "output_text", "text": reply.content, "annotations": []}
-        if reply.logprobs:
-            part["logprobs"] = _logprob_entries(reply, False)
-        output.append({"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
-                       "content": [part]})
-    for i, (name, args) in enumerate(reply.tool_calls):
-        output.append({"type": "function_call", "id": f"fc_{n}_{i}", "call_id": f"call_{n}_{i}", "name": name,
-                       "arguments": _arguments(reply, i, args), "status": "completed"})
-    return {
-        "id": f"resp_{n}", "object": "response", "created_at": 0, "model": body.get("model", ""),
-        "status": "completed", "output": output,
-        "usage": {
-            "input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens,
-            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-            "input_tokens_details": {"cached_tokens": reply.cached_tokens},
-            "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
-        },
-    }
-
-
-def _render_anthropic(reply: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
-    content: list[dict[str, Any]] = []
-    if reply.reasoning is not None:
-        content.append({"type": "thinking", "thinking": reply.reasoning, "signature": signature_for(reply.reasoning)})
-    if reply.content is not None:
-        content.append({"type": "text", "text": reply.content})
-    for i, (name, args) in enumerate(reply.tool_calls):
-        raw = reply.raw_arguments.get(i) if reply.raw_arguments else None
-        content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name,
-                        "input": raw if raw is not None else args})
-    return {
-        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model", ""),
-        "content": content, "stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None,
-        "usage": {"input_tokens": reply.prompt_tokens - reply.cached_tokens, "output_tokens": reply.completion_tokens,
-                  "cache_read_input_tokens": reply.cached_tokens, "cache_creation_input_tokens": 0},
-    }
-
-
-def _gemini_route(path: str) -> str | None:
-    """Gemini puts the model and the method in the path: /v1beta/models/<model>:generateContent."""
-    return "gemini" if path.endswith((":generateContent", ":streamGenerateContent")) else None
-
-
-def _render_gemini(reply: Reply, body: dict[str, Any], n: int) -> dict[str, Any]:
-    from mimo_core.testing.scripted_stream import gemini_events, sse_payloads
-
-    [*chunks] = sse_payloads(gemini_events(reply, body, n))
-    parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
-    return {**chunks[-1], "candidates": [{**chunks[-1]["candidates"][0], "content": {"role": "model", "parts": parts}}]}
-
-
-_RENDER = {"chat": _render_chat, "responses": _render_responses, "anthropic": _render_anthropic,
-           "gemini": _render_gemini}

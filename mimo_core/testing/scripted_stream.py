@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from mimo_core.testing.scripted_llm import signature_for
+from mimo_core.testing.scripted_render import arguments, signature_for
 
 if TYPE_CHECKING:
     from mimo_core.testing.scripted_llm import Reply
@@ -27,12 +27,6 @@ def _frame(data: dict[str, Any] | str, event: str | None = None) -> bytes:
 
 def _pieces(text: str) -> list[str]:
     return [text[i:i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
-
-
-def _arguments(reply: Reply, i: int, args: dict[str, Any]) -> str:
-    if reply.raw_arguments and i in reply.raw_arguments:
-        return reply.raw_arguments[i]
-    return json.dumps(args)
 
 
 def anthropic_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]:
@@ -62,7 +56,7 @@ def anthropic_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[byt
     for i, (name, args) in enumerate(reply.tool_calls):
         start = {"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": {}}
         yield from block(start, [{"type": "input_json_delta", "partial_json": p}
-                                 for p in _pieces(_arguments(reply, i, args))])
+                                 for p in _pieces(arguments(reply, i, args))])
         index += 1
     yield _frame({"type": "message_delta", "delta": {"stop_reason": "tool_use" if reply.tool_calls else "end_turn",
                                                       "stop_sequence": None},
@@ -85,7 +79,7 @@ def chat_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]:
         for p in _pieces(reply.content):
             yield chunk({"content": p})
     for i, (name, args) in enumerate(reply.tool_calls):
-        for j, p in enumerate(_pieces(_arguments(reply, i, args))):
+        for j, p in enumerate(_pieces(arguments(reply, i, args))):
             call: dict[str, Any] = {"index": i, "function": {"arguments": p}}
             if j == 0:
                 call = {"index": i, "id": f"call_{n}_{i}", "type": "function",
@@ -145,7 +139,7 @@ def gemini_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]
     if reply.content is not None:
         parts.extend({"text": p} for p in _pieces(reply.content))
     for i, (name, args) in enumerate(reply.tool_calls):
-        parsed = json.loads(_arguments(reply, i, args))
+        parsed = json.loads(arguments(reply, i, args))
         parts.append({"functionCall": {"name": name, "args": parsed, "id": f"call_{n}_{i}"}})
     usage = {"promptTokenCount": reply.prompt_tokens, "candidatesTokenCount": reply.completion_tokens,
              "totalTokenCount": reply.prompt_tokens + reply.completion_tokens,
