@@ -105,11 +105,14 @@ class _Sandboxes:
         self.started: list[Environment] = []
 
     def spec_for(self, dtype: DatasetType) -> SandboxSpec:
+        from mimo_core.agents.factory import sandbox_mounts
+
         cfg = self.job.config.config
         spec = dtype.sandbox_spec(self.job.task, cfg.environment.cwd, cfg.environment.timeout, cfg.use_dataset_env)
         if spec.image and cfg.environment.image_prefix and not spec.image.startswith(cfg.environment.image_prefix):
             spec.image = cfg.environment.image_prefix + spec.image
         spec.env = {**spec.env, **cfg.environment.env}
+        spec.mounts = {**spec.mounts, **sandbox_mounts(cfg)}  # the agent's shared installs
         return spec
 
     def new(self, spec: SandboxSpec) -> Environment:

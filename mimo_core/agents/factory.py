@@ -30,6 +30,16 @@ def shared_model(config: ModelConfig) -> Model:
         return _models[key]  # type: ignore[return-value]
 
 
+def sandbox_mounts(config: MimoConfig) -> dict[str, str]:
+    """Host folders the agent wants inside its sandbox (read-only): a CLI agent's install cache, so a
+    container runs the install in place instead of getting a copy per rollout."""
+    if config.agent.type in CLI_AGENTS and config.environment.environment_class != "local":
+        from mimo_core.agents.cli.placement import cache_mount
+
+        return cache_mount()
+    return {}
+
+
 def make_agent(
     config: MimoConfig, dataset_type: DatasetType, cancel: threading.Event | None = None
 ) -> Agent:

@@ -35,6 +35,9 @@ class SandboxSpec(BaseModel):
     dockerfile_dir: str | None = None  # build context used when `image` is absent or unavailable
     build_timeout: float | None = None  # seconds to build it (the task's own); None: environment.startup_timeout
     seed_dir: str | None = None  # host folder copied into `cwd` before setup (local repos)
+    # Host folders shown read-only inside (host path -> sandbox path): shared installs such as the CLI
+    # agents' cache. Backends that share the host's files, or cannot mount them, ignore it.
+    mounts: dict[str, str] = Field(default_factory=dict)
 
 
 class ExecResult(BaseModel):

@@ -140,6 +140,8 @@ class DockerEnvironment:
             volumes[os.path.realpath(ca)] = {"bind": HOST_CA_BUNDLE, "mode": "ro"}
             for var in _CA_VARS:
                 env.setdefault(var, HOST_CA_BUNDLE)
+        for host_path, path in spec.mounts.items():  # on a remote engine the path is the engine host's
+            volumes[host_path] = {"bind": path, "mode": "ro"}
         kwargs: dict[str, Any] = dict(
             image=self.image, name=name, entrypoint=["/bin/sh", "-c", KEEPALIVE], command=[], detach=True,
             working_dir=spec.cwd, environment=env, labels=labels, volumes=volumes, init=opts.init,

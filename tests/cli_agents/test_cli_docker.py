@@ -1,17 +1,21 @@
-"""CLI agents in Docker: the container (the test base image, which has no Node) gets the cached install
-copied in, runtime included, and reaches the recording proxy on its bridge gateway."""
+"""CLI agents in Docker: the container (the test base image, which has no Node) runs the host's cached
+install in place through a read-only mount (runtime included; copied in where there is no mount) and
+reaches the recording proxy on its network's gateway."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from mimo_core.agents.cli import install, placement, spec_for
 from mimo_core.testing.dockerd import BASE_IMAGE
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from tests.cli_agents.conftest import DEAD_REGISTRY, leaked_files, recorded_calls, run_cli_rollout
 from tests.core.conftest import SECRET
-from tests.docker.conftest import docker_client, dockerd  # noqa: F401 - fixtures
+from tests.docker.conftest import docker_client, dockerd, make_docker_env  # noqa: F401 - fixtures
 
 EDIT = "sed -i s/hello/goodbye/ greeting.txt"
 
@@ -22,33 +26,78 @@ def base_image_has_no_node(docker_client) -> None:  # noqa: F811 - fixture
     assert out.decode().strip() == "no-node"
 
 
-@pytest.mark.parametrize(("cli", "protocol", "tool", "args"), [
-    ("claude-code", "anthropic", "Bash", {"command": EDIT}),
-    ("codex", "responses", "exec_command", {"cmd": EDIT}),
+@pytest.fixture
+def offline_network(docker_client) -> Iterator[str]:  # noqa: F811 - fixture
+    """An internal network: the container reaches the host's gateway address (where the recording proxy
+    listens) and nothing else — no DNS, no registry. Network mode none would leave the CLI no way to its
+    model, so this is as offline as a CLI rollout can be."""
+    name = f"mimo-test-offline-{uuid.uuid4().hex[:8]}"
+    net = docker_client.networks.create(name, driver="bridge", internal=True)
+    try:
+        out = docker_client.containers.run(BASE_IMAGE, ["sh", "-c", "getent hosts registry.npmjs.org || echo none"],
+                                           network_mode=name, remove=True)
+        assert out.decode().strip() == "none"
+        yield name
+    finally:
+        net.remove()
+
+
+def _placed_from(rollout: Path) -> str:
+    """Where the CLI ran from in the container, read from the command the rollout logged."""
+    log = (rollout / "instance.log").read_text()
+    return log.split(f"{placement.MOUNTED_CACHE}/", 1)[1].split("/bin/", 1)[0] if placement.MOUNTED_CACHE in log else ""
+
+
+@pytest.mark.parametrize(("cli", "protocol", "calls"), [
+    ("claude-code", "anthropic", [("Bash", {"command": EDIT})]),
+    ("codex", "responses", [("exec_command", {"cmd": EDIT})]),
+    ("opencode", "chat", [("bash", {"command": EDIT, "description": "Edit the greeting"})]),
+    # qwen-code refuses a `sed -i` on a file it has not read: read it first, as its model would
+    ("qwen-code", "chat", [("read_file", {"file_path": "/testbed/greeting.txt"}),
+                           ("run_shell_command", {"command": EDIT, "is_background": False})]),
+    ("gemini-cli", "gemini", [("run_shell_command", {"command": EDIT})]),
 ])
 def test_cli_agent_runs_in_a_container_without_node_and_passes(
-        cli: str, protocol: str, tool: str, args: dict, tmp_path: Path, scripted_llm, dockerd,  # noqa: F811
+        cli: str, protocol: str, calls: list, tmp_path: Path, scripted_llm, dockerd,  # noqa: F811
         base_image_has_no_node) -> None:
-    scripted_llm.set_responder(turns(Reply(tool_calls=[(tool, args)]), Reply(content="done")))
+    scripted_llm.set_responder(turns(*[Reply(tool_calls=[c]) for c in calls], Reply(content="done")))
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, cli, protocol, row={"image": BASE_IMAGE},
                                             environment={"environment_class": "docker", "timeout": 120})
-    assert (record.exit_status, record.passed) == ("submitted", True), (rollout / "instance.log").read_text()
+    assert (record.exit_status, record.passed) == ("submitted", True), \
+        (rollout / "instance.log").read_text() + "\n".join(f"{m.role}: {m.content}" for m in traj.messages[2:])
     assert "+goodbye" in (traj.submission or "")
     assert [m.role for m in traj.messages][-3:] == ["assistant", "tool", "assistant"]
-    assert len(recorded_calls(rollout, scripted_llm)) == 2
+    assert len(recorded_calls(rollout, scripted_llm)) == len(calls) + 1
     assert leaked_files(tmp_path / "out", SECRET) == []
+    spec = spec_for(cli)
+    assert spec is not None and _placed_from(rollout) == f"{cli}/{spec.default_version}"  # in place, not copied
 
 
-def test_a_payload_installs_into_a_container_with_no_registry(tmp_path: Path, scripted_llm, dockerd,  # noqa: F811
-                                                             claude_payload: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_payload_installs_into_a_container_that_reaches_only_the_proxy(
+        tmp_path: Path, scripted_llm, dockerd, claude_payload: Path, offline_network: str,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MIMOAGENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
     scripted_llm.set_responder(turns(call("Bash", command=EDIT), Reply(content="done")))
     record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", row={"image": BASE_IMAGE},
-                                         environment={"environment_class": "docker", "timeout": 120},
+                                         environment={"environment_class": "docker", "timeout": 120,
+                                                      "backend_kwargs": {"network_mode": offline_network}},
                                          payload_path=str(claude_payload),
                                          install_env={"NPM_REGISTRY": DEAD_REGISTRY})
     assert (record.exit_status, record.passed) == ("submitted", True), (rollout / "instance.log").read_text()
+    assert _placed_from(rollout).startswith("claude-code/payload-")
+
+
+def test_without_the_mount_the_install_is_streamed_into_the_container(make_docker_env) -> None:  # noqa: F811
+    """A remote engine (or a backend without mounts) gets the install streamed in from one tar."""
+    spec = spec_for("claude-code")
+    assert spec is not None
+    host_dir = install.ensure_installed(spec, spec.default_version, {})
+    env = make_docker_env(cwd="/testbed")
+    assert env.spec.mounts == {}
+    home = placement.place(env, host_dir, spec, spec.default_version)
+    assert home == f"{placement.IN_SANDBOX_ROOT}/claude-code-{spec.default_version}"
+    assert env.execute(f"{home}/bin/claude-code --version").output.startswith(spec.default_version)
+    assert host_dir.with_name(host_dir.name + ".contents.tar").is_file()
 
 
 def test_mini_swe_agent_in_a_container_is_a_config_error(tmp_path: Path, scripted_llm, dockerd) -> None:  # noqa: F811

@@ -1,12 +1,15 @@
 """Where a CLI install comes from (registry, payload file, payload URL) and how a sandbox gets it.
 
 Local sandboxes share the host's files, so they run the cached install in place (bubblewrap binds the
-host read-only). Other backends get the install folder copied in, once per sandbox, under /opt.
+host read-only). Containers get the host's install cache mounted read-only (`cache_mount`, asked for when
+the sandbox is created), so every container of every run uses the one install in place; where the mount
+is not there (a remote engine, a backend without mounts) the install is copied in, once per sandbox.
 """
 
 from __future__ import annotations
 
 import shlex
+import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +20,14 @@ from mimo_core.environments.base import Environment
 from mimo_core.errors import ConfigError, SandboxError
 
 IN_SANDBOX_ROOT = "/opt/mimoagent-cli"
+MOUNTED_CACHE = "/opt/mimoagent-cli-cache"  # the host's <cache>/cli, read-only, where mounted
+
+
+def cache_mount() -> dict[str, str]:
+    """The host folder of every CLI install (created now, filled later: a bind mount shows it live)."""
+    root = install.cache_root() / "cli"
+    root.mkdir(parents=True, exist_ok=True)
+    return {str(root): MOUNTED_CACHE}
 
 
 def obtain(spec: CliSpec, version: str, cfg: AgentConfig, log: Callable[[str], None]) -> Path:
@@ -42,15 +53,50 @@ def place(env: Environment, host_dir: Path, spec: CliSpec, version: str) -> str:
     if spec.ecosystem == "pypi":
         raise ConfigError(f"agent.type {spec.name}: its install is a virtualenv of this host's Python, which a "
                           "container does not have; run it with environment_class: local")
-    target = f"{IN_SANDBOX_ROOT}/{spec.name}-{version}"
-    if env.execute(f"test -x {shlex.quote(target)}/bin/{spec.name}", timeout=60).returncode == 0:
-        return target
-    env.execute(f"mkdir -p {shlex.quote(target)}", timeout=60)
-    env.copy_in(host_dir, target)
+    target = _mounted(env, host_dir, spec) or f"{IN_SANDBOX_ROOT}/{spec.name}-{version}"
+    if env.execute(f"test -x {shlex.quote(target)}/bin/{spec.name}", timeout=60).returncode != 0:
+        _copy_in(env, host_dir, target, spec, version)
     check = env.execute(f"{shlex.quote(target)}/bin/{spec.name} --version", timeout=120)
     if check.returncode != 0:
         raise SandboxError(f"{spec.package}@{version} does not start in the sandbox: {check.output.strip()[-300:]}")
     return target
+
+
+def _mounted(env: Environment, host_dir: Path, spec: CliSpec) -> str | None:
+    """The install's path under the mounted host cache, when the sandbox has that mount and sees it."""
+    root = install.cache_root() / "cli"
+    if env.spec.mounts.get(str(root)) != MOUNTED_CACHE or not host_dir.is_relative_to(root):
+        return None
+    path = f"{MOUNTED_CACHE}/{host_dir.relative_to(root).as_posix()}"
+    seen = env.execute(f"test -x {shlex.quote(path)}/bin/{spec.name}", timeout=60).returncode == 0
+    return path if seen else None  # a remote engine mounts its own (empty) folder of that name
+
+
+def _copy_in(env: Environment, host_dir: Path, target: str, spec: CliSpec, version: str) -> None:
+    env.execute(f"mkdir -p {shlex.quote(target)}", timeout=60)
+    container = getattr(env, "container", None)
+    if container is None or not hasattr(container, "put_archive"):
+        env.copy_in(host_dir, target)
+        return
+    with open(_archive_of(host_dir), "rb") as fh:  # streamed from a file: not the whole install in memory
+        if not container.put_archive(target, fh):
+            raise SandboxError(f"copying {spec.package}@{version} into the container failed")
+
+
+def _archive_of(host_dir: Path) -> Path:
+    """An uncompressed tar of the install's contents beside it, made once (containers unpack it); a
+    name that no version and no payload folder can take."""
+    tar_path = host_dir.with_name(host_dir.name + ".contents.tar")
+    if tar_path.exists():
+        return tar_path
+    with install._locked(tar_path):
+        if not tar_path.exists():
+            part = tar_path.with_name(tar_path.name + ".part")
+            with tarfile.open(part, "w") as tar:
+                for child in sorted(host_dir.iterdir()):
+                    tar.add(str(child), arcname=child.name)
+            part.rename(tar_path)
+    return tar_path
 
 
 def proxy_address(env: Environment, cli: str) -> tuple[str, str]:

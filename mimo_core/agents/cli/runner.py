@@ -68,7 +68,8 @@ class CliAgent:
     def run(self, task: Task, env: Environment, ctx: AgentContext) -> AgentResult:
         spec, cfg = self.spec, self.config
         prompt = render(cfg.instance_template, {**task.template_vars(), "cwd": env.spec.cwd}, "agent.instance_template")
-        host_dir = placement.obtain(spec, self.version, cfg, ctx.log)
+        proxy_host, bind = placement.proxy_address(env, spec.name)  # before the install: a sandbox without
+        host_dir = placement.obtain(spec, self.version, cfg, ctx.log)  # a way to the model fails at once
         home = placement.place(env, host_dir, spec, self.version)
         state = f"{env.scratch_dir.rstrip('/')}/{spec.name}"
         env.execute(f"mkdir -p {shlex.quote(state)}", timeout=60)
@@ -76,7 +77,6 @@ class CliAgent:
         env.write_file(prompt_file, prompt.encode())
         upstream, key = endpoint(spec, self.model)
         recorder = _Recorder(ctx)
-        proxy_host, bind = placement.proxy_address(env, spec.name)
         with RecordingProxy(upstream, recorder, self.model.pricing, bind=bind, timeout=self.model.retry.timeout,
                             cost_limit=cfg.cost_limit) as proxy:
             run = CliRun(name=spec.name, home=home, state_dir=state, prompt_file=prompt_file, workdir=env.spec.cwd,
