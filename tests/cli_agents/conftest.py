@@ -104,14 +104,14 @@ DEAD_REGISTRY = "http://127.0.0.1:9/"  # nothing listens on the discard port: an
 def claude_payload() -> Path:
     """Built once per machine through the command users run (kept in the test cache)."""
     from mimo_core.agents.cli import spec_for
-    from mimo_core.agents.cli.payload import archive_name
+    from mimo_core.agents.cli.payload import _leading_manifest, archive_name
 
     needs_npm()
     spec = spec_for("claude-code")
     assert spec is not None
     out = CACHE / "payloads"
     target = out / archive_name(spec, spec.default_version)
-    if not target.exists():
+    if not target.exists() or _leading_manifest(target) is None:  # absent, or built before the manifest led
         proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "payload", "build", "--cli", "claude-code",
                                "-o", str(out)], cwd=REPO, capture_output=True, text=True, timeout=1800,
                               env={**os.environ, "MIMOAGENT_CACHE_DIR": str(CACHE)})

@@ -33,6 +33,7 @@ def test_a_payload_of_another_version_is_refused(tmp_path: Path, scripted_llm, c
                                    payload_path=str(claude_payload), version="2.1.0")
     assert record.exit_status == "config_error"
     assert "holds claude-code 2.1.332, the config asks for claude-code 2.1.0" in (record.error or "")
+    assert not (tmp_path / "fresh-cache" / "cli" / "claude-code").exists()  # refused before unpacking
 
 
 def test_the_payload_script_wraps_the_command() -> None:

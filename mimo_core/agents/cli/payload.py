@@ -26,8 +26,13 @@ def build(spec: CliSpec, version: str, install_env: dict[str, str], out_dir: Pat
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / archive_name(spec, version)
     tmp = target.with_name(target.name + ".part")
-    with tarfile.open(tmp, "w:gz", compresslevel=1) as tar:
-        tar.add(folder, arcname=f"{spec.name}-{version}")
+    top = f"{spec.name}-{version}"
+    with tarfile.open(tmp, "w:gz", compresslevel=1) as tar:  # the manifest first: unpack checks it at once
+        tar.add(folder, arcname=top, recursive=False)
+        tar.add(folder / "manifest.json", arcname=f"{top}/manifest.json")
+        for child in sorted(folder.iterdir()):
+            if child.name != "manifest.json":
+                tar.add(child, arcname=f"{top}/{child.name}")
     tmp.rename(target)
     return target
 
@@ -65,18 +70,38 @@ def unpack(archive: Path, spec: CliSpec, version: str) -> Path:
         raise ConfigError(f"{where}: no such file")
     dest = install.cache_root() / "cli" / spec.name / f"payload-{_sha(archive)}"
     if install.installed(dest) is None:
+        early = _leading_manifest(archive)
+        if early is not None:  # a payload for another CLI or version is refused before unpacking it
+            _check(early, spec, version, where)
         with install._locked(dest):
             if install.installed(dest) is None:
                 _extract(archive, dest, where)
     manifest = install.installed(dest)
     if manifest is None:
         raise ConfigError(f"{where}: broken payload (no manifest.json)")
+    _check(manifest, spec, version, where)
+    return dest
+
+
+def _leading_manifest(archive: Path) -> install.Manifest | None:
+    """The manifest when it is among the archive's first entries (as `build` writes it), else None."""
+    try:
+        with tarfile.open(archive, "r|*") as tar:
+            for _, member in zip(range(3), tar, strict=False):
+                if member.isfile() and member.name.endswith("/manifest.json"):
+                    fh = tar.extractfile(member)
+                    return install.Manifest.model_validate_json(fh.read()) if fh else None
+    except (tarfile.TarError, EOFError, OSError, ValueError):
+        return None  # _extract reports a broken archive
+    return None
+
+
+def _check(manifest: install.Manifest, spec: CliSpec, version: str, where: str) -> None:
     if manifest.cli != spec.name or manifest.version != version:
         raise ConfigError(f"{where}: holds {manifest.cli} {manifest.version}, "
                           f"the config asks for {spec.name} {version}")
     if manifest.arch != install.node_arch():
         raise ConfigError(f"{where}: built for {manifest.arch}, this host is {install.node_arch()}")
-    return dest
 
 
 def _extract(archive: Path, dest: Path, where: str) -> None:
