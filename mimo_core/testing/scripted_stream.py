@@ -64,14 +64,28 @@ def anthropic_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[byt
     yield _frame({"type": "message_stop"}, "message_stop")
 
 
+def _stream_tokens(reply: Reply, body: dict[str, Any]) -> tuple[list[int] | None, dict[str, Any]]:
+    """vLLM's token ids and logprobs when the request asks for them (scripted_vllm.py)."""
+    from mimo_core.testing.scripted_vllm import vllm_stream_fields
+
+    calls = [{"function": {"name": name, "arguments": _arguments(reply, i, args)}}
+             for i, (name, args) in enumerate(reply.tool_calls)]
+    return vllm_stream_fields({"content": reply.content, "tool_calls": calls}, body)
+
+
 def chat_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]:
     """Chat Completions stream: role, content and tool-call deltas, a finish chunk, a usage chunk, [DONE]."""
     base = {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "created": 0, "model": body.get("model", "")}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return _frame({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]})
+    def payload(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
 
-    yield chunk({"role": "assistant", "content": ""})
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _frame(payload(delta, finish))
+
+    prompt_ids, tokens = _stream_tokens(reply, body)
+    first = payload({"role": "assistant", "content": ""})
+    yield _frame(first if prompt_ids is None else {**first, "prompt_token_ids": prompt_ids})
     if reply.reasoning is not None:
         for p in _pieces(reply.reasoning):
             yield chunk({"reasoning_content": p})
@@ -85,7 +99,9 @@ def chat_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]:
                 call = {"index": i, "id": f"call_{n}_{i}", "type": "function",
                         "function": {"name": name, "arguments": p}}
             yield chunk({"tool_calls": [call]})
-    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
+    finish = payload({}, "tool_calls" if reply.tool_calls else "stop")
+    finish["choices"][0].update(tokens)  # vLLM spreads them over the chunks; a reader concatenates them
+    yield _frame(finish)
     usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
              "total_tokens": reply.prompt_tokens + reply.completion_tokens,
              "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},

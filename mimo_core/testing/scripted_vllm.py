@@ -44,3 +44,12 @@ def vllm_training_fields(choice: dict[str, Any], out: dict[str, Any], body: dict
         out["prompt_token_ids"] = prompt
         out["usage"].update(prompt_tokens=len(prompt), completion_tokens=len(completion),
                             total_tokens=len(prompt) + len(completion))
+
+
+def vllm_stream_fields(message: dict[str, Any], body: dict[str, Any]) -> tuple[list[int] | None, dict[str, Any]]:
+    """The same for a stream: the prompt's ids (vLLM puts them on the first chunk) and the choice fields
+    (`logprobs`, `token_ids`) of the completion, which a stream spreads over its chunks."""
+    choice: dict[str, Any] = {"message": message}
+    out: dict[str, Any] = {"usage": {}}
+    vllm_training_fields(choice, out, body)
+    return out.get("prompt_token_ids"), {k: choice[k] for k in ("logprobs", "token_ids") if k in choice}

@@ -99,12 +99,18 @@ def _chat(events: list[dict[str, Any]]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": None}
     calls: dict[int, dict[str, Any]] = {}
     finish = None
+    token_ids: list[int] = []  # vLLM's training extras, spread over the chunks when asked for
+    logprobs: list[dict[str, Any]] = []
     for ev in events:
         out.setdefault("id", ev.get("id"))
         out.setdefault("model", ev.get("model"))
         if ev.get("usage"):
             out["usage"] = ev["usage"]
+        if isinstance(ev.get("prompt_token_ids"), list):
+            out["prompt_token_ids"] = ev["prompt_token_ids"]
         for choice in ev.get("choices") or ():
+            token_ids.extend(choice.get("token_ids") or ())
+            logprobs.extend((choice.get("logprobs") or {}).get("content") or ())
             d = choice.get("delta") or {}
             for key in ("content", "reasoning_content", "reasoning"):
                 if d.get(key):
@@ -120,6 +126,10 @@ def _chat(events: list[dict[str, Any]]) -> dict[str, Any]:
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     out["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    if token_ids:
+        out["choices"][0]["token_ids"] = token_ids
+    if logprobs:
+        out["choices"][0]["logprobs"] = {"content": logprobs}
     return out
 
 
