@@ -12,9 +12,11 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import signal
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +134,28 @@ def _connect(options: RayOptions, workers: int) -> bool:
         return False
     common: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                               "logging_level": logging.WARNING}
+    with _own_signal_handlers():
+        _init(ray, address, options, workers, common)
+    return True
+
+
+@contextmanager
+def _own_signal_handlers() -> Iterator[None]:
+    """Ray's core worker installs its own SIGTERM/SIGINT handlers (log and exit 1); the run keeps the CLI's,
+    under which a SIGTERM cancels the tasks and removes their sandboxes like a Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+
+def _init(ray: Any, address: str, options: RayOptions, workers: int, common: dict[str, Any]) -> None:
     if address == LOCAL:
         # One machine: --workers rollouts at once, whatever the request (the resources are logical).
         res = options.resources
@@ -142,7 +166,6 @@ def _connect(options: RayOptions, workers: int) -> bool:
             ray.init(address=address, **common)
         except (ConnectionError, ValueError, RuntimeError) as e:
             raise ConfigError(f"--ray-address {address}: cannot join that Ray cluster: {e}") from None
-    return True
 
 
 def _is_loopback(address: str) -> bool:

@@ -52,9 +52,10 @@ def test_a_request_no_node_can_hold_is_a_one_line_error(tmp_path: Path, ray_test
 
 
 def test_bad_ray_flags_are_one_line_errors(tmp_path: Path) -> None:
-    for extra, message in [(["--ray-address", "127.0.0.1:1"], "--ray-address and --ray-resources need --runner ray"),
-                           (["--runner", "ray", "--ray-resources", "CPU=x"], "--ray-resources: CPU='x' is not a number"),
-                           (["--runner", "ray", "--ray-resources", "sandbox"], "is not NAME=VALUE")]:
+    cases = [(["--ray-address", "127.0.0.1:1"], "--ray-address and --ray-resources need --runner ray"),
+             (["--runner", "ray", "--ray-resources", "CPU=x"], "--ray-resources: CPU='x' is not a number"),
+             (["--runner", "ray", "--ray-resources", "sandbox"], "is not NAME=VALUE")]
+    for extra, message in cases:
         proc = run_mimo([*DEMO, "-o", str(tmp_path / "out"), *extra], {"PATH": "/usr/bin:/bin"})
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
