@@ -68,7 +68,7 @@ def _stream_tokens(reply: Reply, body: dict[str, Any]) -> tuple[list[int] | None
     """vLLM's token ids and logprobs when the request asks for them (scripted_vllm.py)."""
     from mimo_core.testing.scripted_vllm import vllm_stream_fields
 
-    calls = [{"function": {"name": name, "arguments": _arguments(reply, i, args)}}
+    calls = [{"function": {"name": name, "arguments": arguments(reply, i, args)}}
              for i, (name, args) in enumerate(reply.tool_calls)]
     return vllm_stream_fields({"content": reply.content, "tool_calls": calls}, body)
 
