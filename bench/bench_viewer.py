@@ -4,29 +4,27 @@ of a 250-step rollout page, read from headless Chromium's own paint timing over 
     uv run python -m bench.bench_viewer [--rollouts 10000] [--steps 250] [--repeat 5]
 
 Each page is loaded `--repeat` times in one browser (a fresh navigation each time, no cache reuse of the
-HTML: the viewer sends no cache headers); the figures are medians. First paint = the page's
-`first-contentful-paint` entry, measured from the navigation's start, so it includes the server's work.
+HTML: the viewer sends no cache headers); the figures are medians. First paint = Chromium's
+`firstContentfulPaint` lifecycle event, from the moment the navigation was asked for: it includes the
+server's work. *response*, *DOM ready*, *load* are the page's own navigation timing (from its time origin).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mimo_core.testing.chromium import FLAGS, ensure_chromium
+from mimo_core.testing.cdp import Browser
 from mimo_core.testing.output_folders import write_output_folder
 
 TIMING_JS = """JSON.stringify({
@@ -37,67 +35,11 @@ TIMING_JS = """JSON.stringify({
   rows: document.querySelectorAll('tr.rollout, div.msg').length})"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Browser:
-    """Headless Chromium driven over the DevTools protocol (one page target)."""
-
-    def __init__(self, profile: Path):
-        from websockets.sync.client import connect
-
-        port = _free_port()
-        self.proc = subprocess.Popen([ensure_chromium(), *FLAGS, f"--user-data-dir={profile}",
-                                      f"--remote-debugging-port={port}", "--window-size=1600,1000", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2) as resp:
-                    pages = [t for t in json.load(resp) if t["type"] == "page"]
-                if pages:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("chromium's DevTools endpoint did not come up")
-            time.sleep(0.2)
-        self.stack = contextlib.ExitStack()
-        self.ws = self.stack.enter_context(connect(pages[0]["webSocketDebuggerUrl"], max_size=None))
-        self.next_id = 0
-        self.send("Page.enable")
-        self.send("Page.setLifecycleEventsEnabled", enabled=True)
-
-    def send(self, method: str, **params: Any) -> dict[str, Any]:
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            msg = json.loads(self.ws.recv())
-            if msg.get("id") == self.next_id:
-                return msg.get("result", {})
-
-    def load(self, url: str) -> dict[str, Any]:
-        """Navigate and wait for the first contentful paint and the load event; times in ms from `init`
-        (the navigation's start), from Chromium's lifecycle events."""
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": "Page.navigate", "params": {"url": url}}))
-        events: dict[str, float] = {}
-        while not {"firstContentfulPaint", "load"} <= events.keys():
-            msg = json.loads(self.ws.recv())
-            if msg.get("method") == "Page.lifecycleEvent":
-                events.setdefault(msg["params"]["name"], msg["params"]["timestamp"])
-        value = self.send("Runtime.evaluate", expression=TIMING_JS, returnByValue=True)["result"]["value"]
-        timing = json.loads(value)
-        timing["fcp"] = (events["firstContentfulPaint"] - events["init"]) * 1000
-        return timing
-
-    def close(self) -> None:
-        self.stack.close()
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        self.proc.wait(timeout=20)
+def measure(browser: Browser, url: str) -> dict[str, Any]:
+    times = browser.load(url, paint=True)
+    timing = json.loads(browser.evaluate(TIMING_JS))
+    timing["fcp"] = times["firstContentfulPaint"]
+    return timing
 
 
 def start_viewer(out: Path) -> tuple[subprocess.Popen, str, float]:
@@ -125,7 +67,6 @@ def main() -> None:
         write_output_folder(out, args.rollouts, long_steps=args.steps)
         print(f"generated {args.rollouts} rollouts (one of {args.steps} steps) in {time.monotonic() - t0:.1f} s")
         viewer, run_url, startup = start_viewer(out)
-        browser = Browser(Path(tmp) / "profile")
         base = run_url.split("/runs/", 1)[0]
         pages = {
             "run page (first 100 of all)": run_url,
@@ -133,14 +74,14 @@ def main() -> None:
             f"rollout page ({args.steps} steps)": run_url + "r/inst-00000/a/0",
             "A/B instance page": base + "/instance?id=inst-00000",
         }
+        rows = []
         try:
-            rows = []
-            for name, url in pages.items():
-                samples = [browser.load(url) for _ in range(args.repeat)]
-                med = {k: statistics.median(s[k] for s in samples) for k in ("fcp", "response", "dom", "load")}
-                rows.append((name, med, samples[0]["bytes"], samples[0]["rows"], samples[0]["fcp"]))
+            with Browser() as browser:
+                for name, url in pages.items():
+                    samples = [measure(browser, url) for _ in range(args.repeat)]
+                    med = {k: statistics.median(s[k] for s in samples) for k in ("fcp", "response", "dom", "load")}
+                    rows.append((name, med, samples[0]["bytes"], samples[0]["rows"], samples[0]["fcp"]))
         finally:
-            browser.close()
             os.killpg(viewer.pid, signal.SIGTERM)
             viewer.wait(timeout=20)
     load = os.getloadavg()[0]

@@ -127,7 +127,7 @@ class Pages:
             return not_found(f"no rollout of instance {instance_id!r} in the served folders", self.folders)
         keys = list(arms)
         a = request.query_params.get("a") or keys[0]
-        b = request.query_params.get("b") or (keys[1] if len(keys) > 1 else keys[0])
+        b = request.query_params.get("b") or next((k for k in keys if k != a), a)
         columns = []
         for key in (a, b):
             if key not in arms:

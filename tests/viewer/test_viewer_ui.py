@@ -1,16 +1,21 @@
 """`mimoagent view` in real headless Chromium over a real scripted run: two configs on three tasks,
 config `a` fixes the task (its first command's output cut by the tool), config `b` hits its step limit.
-Screenshots go to outputs/test-artifacts/ (git-ignored)."""
+The browser is driven as a person would: menus picked, links and headers clicked. Screenshots go to
+outputs/test-artifacts/ (git-ignored)."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from mimo_core.results import ResultsStore
-from mimo_core.testing import chromium
+from mimo_core.testing.cdp import Browser
+from mimo_core.testing.chromium import visible_text
 from mimo_core.trajectory import read_trajectory
 from mimo_core.viewer.urls import rollout_url
 from tests.viewer.conftest import ARTIFACTS, Viewer, snapshot
@@ -18,37 +23,64 @@ from tests.viewer.conftest import ARTIFACTS, Viewer, snapshot
 ROW = re.compile(r'<tr class="rollout">(.*?)</tr>', re.S)
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with Browser() as b:
+        yield b
+
+
 def rows(html: str) -> list[str]:
-    return [chromium.visible_text(r).strip() for r in ROW.findall(html)]
+    return [visible_text(r).strip() for r in ROW.findall(html)]
 
 
-def test_run_page_lists_every_rollout_with_the_summary_per_config(viewer: Viewer) -> None:
-    html = chromium.dump_dom(viewer.url, budget_ms=1500)
+def pick(name: str, value: str) -> str:
+    """Choose `value` in the run page's `name` menu, as a person does (its change submits the form)."""
+    return (f"const s = document.querySelector('select[name={name}]'); s.value = {value!r}; "
+            "s.dispatchEvent(new Event('change'));")
+
+
+def click(selector: str) -> str:
+    return f"document.querySelector({selector!r}).click();"
+
+
+def test_run_page_lists_every_rollout_with_the_summary_per_config(viewer: Viewer, browser: Browser) -> None:
+    browser.load(viewer.url)
+    html = browser.html()
     listed = rows(html)
     assert len(listed) == 6, listed
     assert sum(" a 0 submitted 1 " in r for r in listed) == 3 and sum(" b 0 step_limit 0 " in r for r in listed) == 3
-    text = chromium.visible_text(html)
-    assert "6 of 6 rollouts" in text
-    summary = chromium.visible_text(re.search(r'<table class="summary">.*?</table>', html, re.S).group(0))
+    assert "6 of 6 rollouts" in visible_text(html)
+    summary = visible_text(re.search(r'<table class="summary">.*?</table>', html, re.S).group(0))
     assert re.search(r"a 3 3 3 100\.0% - 3\.0", summary) and re.search(r"b 3 3 0 0\.0% - 2\.0", summary), summary
-    print(f"screenshot: {chromium.screenshot(viewer.url, ARTIFACTS / 'viewer_run_page.png', budget_ms=1500)}")
+    print(f"screenshot: {browser.screenshot(ARTIFACTS / 'viewer_run_page.png')}")
 
 
-def test_filters_by_status_config_reward_and_text_change_the_list(viewer: Viewer) -> None:
-    only_limit = rows(chromium.dump_dom(viewer.url + "?status=step_limit", budget_ms=1500))
+def test_filters_by_status_config_reward_and_text_change_the_list(viewer: Viewer, browser: Browser) -> None:
+    browser.load(viewer.url)
+    browser.act(pick("status", "step_limit"))
+    assert "status=step_limit" in browser.url()
+    only_limit = rows(browser.html())
     assert len(only_limit) == 3 and all("step_limit" in r and "submitted" not in r for r in only_limit)
-    assert rows(chromium.dump_dom(viewer.url + "?status=step_limit&config=a", budget_ms=1500)) == []
-    passed = rows(chromium.dump_dom(viewer.url + "?reward=pass&q=greet-1", budget_ms=1500))
+    browser.act(pick("config", "a"))
+    assert rows(browser.html()) == [] and "0 of 6 rollouts" in visible_text(browser.html())
+    browser.load(viewer.url)
+    browser.act(pick("reward", "pass"))
+    browser.act("document.querySelector('input[name=q]').value = 'greet-1'; " + click("#filters button"))
+    passed = rows(browser.html())
     assert len(passed) == 1 and passed[0].startswith("greet-1 a 0 submitted"), passed
-    by_reward = rows(chromium.dump_dom(viewer.url + "?sort=reward&desc=1", budget_ms=1500))
-    assert [" 1 " in r for r in by_reward] == [True] * 3 + [False] * 3, by_reward
+    browser.load(viewer.url)
+    browser.act(click("th a[href*='sort=reward']"))
+    browser.act(click("th a[href*='sort=reward']"))  # a second click: descending
+    assert [" 1 " in r for r in rows(browser.html())] == [True] * 3 + [False] * 3
 
 
-def test_rollout_page_shows_prompts_tool_calls_with_output_truncation_and_the_diff(viewer: Viewer) -> None:
-    run_page = chromium.dump_dom(viewer.url + "?config=a&q=greet-0", budget_ms=1500)
-    href = re.search(r'<a href="(/runs/[^"]+/r/greet-0/a/0)">', run_page).group(1)  # the page's own link
-    html = chromium.dump_dom(viewer.base + href, budget_ms=1500)
-    text = chromium.visible_text(html)
+def test_rollout_page_shows_prompts_tool_calls_with_output_truncation_and_the_diff(
+    viewer: Viewer, browser: Browser,
+) -> None:
+    browser.load(viewer.url)
+    browser.act(click("a[href$='/r/greet-0/a/0']"))
+    html = browser.html()
+    text = visible_text(html)
     system = read_trajectory(viewer.out / "greet-0/a/0/traj.json").messages[0]
     assert system.role == "system" and "system prompt" in text
     assert " ".join((system.content or "").split()[:8]) in text
@@ -59,27 +91,26 @@ def test_rollout_page_shows_prompts_tool_calls_with_output_truncation_and_the_di
     assert "4999" in text  # the tail of that call's output, after the cut
     diff = re.search(r'<div id="diff">.*?</div></div>', html, re.S).group(0)
     assert '<div class="del">-hello</div>' in diff and '<div class="add">+goodbye</div>' in diff
-    calls = chromium.visible_text(re.search(r'<table id="calls">.*?</table>', html, re.S).group(0))
+    calls = visible_text(re.search(r'<table id="calls">.*?</table>', html, re.S).group(0))
     assert re.search(r"1 10 5 0 0 ", calls) and "rebuilt" in calls  # usage per call, link to the request
-    assert "reward 1.0" in chromium.visible_text(re.search(r'<table id="verifier">.*?</table>', html, re.S).group(0))
+    assert "reward 1.0" in visible_text(re.search(r'<table id="verifier">.*?</table>', html, re.S).group(0))
     raw = re.search(r'<a href="(/runs/[^"]+/files/greet-0/a/0/instance\.log)">', html).group(1)
     with urllib.request.urlopen(viewer.base + raw, timeout=10) as resp:
         assert resp.headers["Content-Type"].startswith("text/plain") and b"submitted" in resp.read()
-    shot = chromium.screenshot(viewer.base + href, ARTIFACTS / "viewer_rollout_page.png", budget_ms=1500,
-                               window="1400,3000")
-    print(f"screenshot: {shot}")
+    print(f"screenshot: {browser.screenshot(ARTIFACTS / 'viewer_rollout_page.png')}")
 
 
-def test_ab_page_puts_both_configs_side_by_side(viewer: Viewer) -> None:
-    url = f"{viewer.base}/instance?id=greet-2"
-    html = chromium.dump_dom(url, budget_ms=1500)
+def test_ab_page_puts_both_configs_side_by_side(viewer: Viewer, browser: Browser) -> None:
+    browser.load(viewer.url + "r/greet-2/b/0")
+    browser.act(click("#ab"))  # from config b's rollout: A is b, B the other config
+    html = browser.html()
     arms = re.findall(r'<div class="arm" data-arm="[^"]+:(\w+)">(.*?)</div>\s*</div>\s*(?=<div class="arm"|</div>)',
                       html, re.S)
-    assert [name for name, _ in arms] == ["a", "b"], html[:3000]
-    a, b = (chromium.visible_text(body) for _, body in arms)
+    assert [name for name, _ in arms] == ["b", "a"], html[:3000]
+    b, a = (visible_text(body) for _, body in arms)
     assert "submitted" in a and "+goodbye" in a and "edit" in a
     assert "step_limit" in b and "no diff submitted" in b and "2 tool calls" in b
-    print(f"screenshot: {chromium.screenshot(url, ARTIFACTS / 'viewer_ab_page.png', budget_ms=1500)}")
+    print(f"screenshot: {browser.screenshot(ARTIFACTS / 'viewer_ab_page.png')}")
 
 
 def test_a_link_built_for_dagster_opens_that_rollout(viewer: Viewer) -> None:
@@ -89,19 +120,19 @@ def test_a_link_built_for_dagster_opens_that_rollout(viewer: Viewer) -> None:
     assert f"{record.instance_id} <small>· b #0</small>" in page and "step_limit" in page
 
 
-def test_torn_last_line_is_reported_and_the_rest_is_served(viewer: Viewer) -> None:
+def test_torn_last_line_is_reported_and_the_rest_is_served(viewer: Viewer, browser: Browser) -> None:
     assert "warning:" in viewer.stderr() and "line(s) 7 not complete records" in viewer.stderr()
-    assert "not complete records" in chromium.visible_text(chromium.dump_dom(viewer.url, budget_ms=1500))
+    browser.load(viewer.url)
+    assert "not complete records" in visible_text(browser.html()) and len(rows(browser.html())) == 6
 
 
-def test_browsing_never_writes_to_the_output_folder(viewer: Viewer) -> None:
+def test_browsing_never_writes_to_the_output_folder(viewer: Viewer, browser: Browser) -> None:
     before = viewer.snapshot
     record = next(iter(ResultsStore(viewer.out).load().values()))
     for path in ["", f"r/{record.output_dir}", f"files/{record.output_dir}/traj.json",
                  f"step?r={record.output_dir}&n=1", "?sort=cost&desc=1"]:
-        with urllib.request.urlopen(viewer.url + path, timeout=10) as resp:
-            assert resp.status == 200
-    chromium.dump_dom(viewer.base + f"/instance?id={record.instance_id}", budget_ms=1000)
+        browser.load(viewer.url + path)
+    browser.load(viewer.base + f"/instance?id={record.instance_id}")
     assert snapshot(viewer.out) == before
 
 
