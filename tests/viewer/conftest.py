@@ -77,10 +77,11 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
 
 
 @contextmanager
-def serve(out: Path, stderr_path: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    """`mimoagent view out` in its own process group; yields it and the URL it printed."""
+def serve(out: Path | list[Path], stderr_path: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`mimoagent view OUT...` in its own process group; yields it and the URL it printed."""
+    folders = [str(p) for p in (out if isinstance(out, list) else [out])]
     with open(stderr_path, "w") as err:
-        server = subprocess.Popen([*Viewer.command(), str(out)], cwd=REPO, stdout=subprocess.PIPE, stderr=err,
+        server = subprocess.Popen([*Viewer.command(), *folders], cwd=REPO, stdout=subprocess.PIPE, stderr=err,
                                   text=True, start_new_session=True)
     try:
         line: list[str] = []

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mimo_core.testing.chromium import visible_text
 from mimo_core.testing.output_folders import write_output_folder
-from mimo_core.viewer.urls import DEFAULT_VIEWER_URL, VIEWER_URL_ENV, rollout_url, viewer_base_url
+from mimo_core.viewer.urls import DEFAULT_VIEWER_URL, VIEWER_URL_ENV, folder_slug, rollout_url, viewer_base_url
 from tests.viewer.conftest import Viewer, serve, snapshot
 
 
@@ -52,3 +52,17 @@ def test_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
         proc = subprocess.run([*Viewer.command(), str(tmp_path / "out"), "--port", str(port)], capture_output=True,
                               text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and f"--port {port}: cannot listen" in proc.stderr
+
+
+def test_two_output_folders_are_listed_and_compared_across(tmp_path: Path) -> None:
+    first, second = tmp_path / "run1", tmp_path / "run2"
+    write_output_folder(first, 4, configs=("a", "b"), long_steps=2)
+    write_output_folder(second, 2, configs=("c",), long_steps=2, seed=1)
+    with serve([first, second], tmp_path / "stderr") as (_, url):
+        assert url.endswith("/") and "/runs/" not in url  # several folders: it prints the home page
+        home = visible_text(get(url))
+        assert str(first) in home and str(second) in home
+        slug1, slug2 = folder_slug(first), folder_slug(second)
+        page = get(f"{url}instance?id=inst-00000&a={slug1}:a&b={slug2}:c")
+        assert f'data-arm="{slug1}:a"' in page and f'data-arm="{slug2}:c"' in page
+        assert "a (run1)" in page and "c (run2)" in page  # arms named by config and folder
