@@ -9,6 +9,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+from mimo_core.results import ResultRecord, ResultsStore
 from mimo_core.testing.chromium import visible_text
 from mimo_core.testing.output_folders import write_output_folder
 from mimo_core.viewer.urls import DEFAULT_VIEWER_URL, VIEWER_URL_ENV, folder_slug, rollout_url, viewer_base_url
@@ -66,3 +67,14 @@ def test_two_output_folders_are_listed_and_compared_across(tmp_path: Path) -> No
         page = get(f"{url}instance?id=inst-00000&a={slug1}:a&b={slug2}:c")
         assert f'data-arm="{slug1}:a"' in page and f'data-arm="{slug2}:c"' in page
         assert "a (run1)" in page and "c (run2)" in page  # arms named by config and folder
+
+
+def test_a_run_still_writing_is_followed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_output_folder(out, 3, long_steps=2)
+    with serve(out, tmp_path / "stderr") as (_, url):
+        assert "3 of 3 rollouts" in get(url)
+        record = ResultRecord.model_validate_json((out / "results.jsonl").read_text().splitlines()[0])
+        ResultsStore(out).put(record.model_copy(update={"rollout_index": 1, "config_name": "late"}))
+        page = get(url)
+        assert "4 of 4 rollouts" in page and "<td>late</td>" in page
