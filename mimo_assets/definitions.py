@@ -20,7 +20,7 @@ from mimo_assets.checks import no_missing_partitions, rewards_in_range, trajecto
 from mimo_assets.jobs import analytics_job, evaluate_job, register_configs_job
 from mimo_assets.schedules import nightly_eval
 from mimo_assets.sensors import analytics_after_new_results, new_config_files
-from resources import ModelEndpoint, OutputStore, SandboxBackend
+from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
 defs = Definitions(
     assets=[load_dataset, config_files, rollouts, results_table, pass_rates, pass_at_k, ab_comparison,
@@ -31,6 +31,7 @@ defs = Definitions(
     sensors=[new_config_files, analytics_after_new_results],
     resources={
         "output_store": OutputStore(), "model_endpoint": ModelEndpoint(), "sandbox_backend": SandboxBackend(),
+        "batch_runner": BatchRunner(),  # thread pool or Ray cluster (docs/ray.md)
         # Set only in the process that records a CLI run (cli_recording.record.execute_feed).
         "cli_feed": ResourceDefinition.none_resource(description="a CLI run's finished records, when recording one"),
     },

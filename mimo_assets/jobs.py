@@ -24,7 +24,7 @@ from mimo_assets.helpers.batching import emit_all
 from mimo_assets.helpers.evaluate import execute
 from mimo_assets.helpers.events import run_tags
 from mimo_core.plan import RunRequest, Selection
-from resources import ModelEndpoint, OutputStore, SandboxBackend
+from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
 EVALUATE_JOB = "evaluate"
 
@@ -61,6 +61,7 @@ class EvaluateConfig(Config):
 def evaluate_op(
     context: OpExecutionContext, config: EvaluateConfig, output_store: OutputStore,
     model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, cli_feed: ResourceParam[Feed | None],
+    batch_runner: BatchRunner,
 ) -> Iterator[AssetMaterialization]:
     """Run (or, given a CLI run's feed, record) rollouts; log each partition's materializations as it finishes."""
     if cli_feed is not None:
@@ -69,7 +70,7 @@ def evaluate_op(
         return
     tags = run_tags({k: v for k, v in context.run.tags.items() if k.startswith("mimoagent/")})
     yield from emit_all(context, execute(context.instance, config, context.run.run_id, output_store, model_endpoint,
-                                         sandbox_backend, context.log, tags))
+                                         sandbox_backend, context.log, tags, batch_runner))
 
 
 @job(name=EVALUATE_JOB, description="Evaluate a dataset × config set: rollouts, judge scores, graded results.")

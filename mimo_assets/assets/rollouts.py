@@ -37,7 +37,7 @@ from mimo_assets.partitions import partition_key, rollout_partitions, split_key
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import Task
 from mimo_core.plan import RunRequest, Selection, plan_run
-from resources import ModelEndpoint, OutputStore, SandboxBackend
+from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
 
 class RolloutsConfig(Config):
@@ -111,7 +111,7 @@ def _regrade_sources(context: AssetExecutionContext, keys: list[tuple[str, str]]
 )
 def rollouts(
     context: AssetExecutionContext, config: RolloutsConfig, output_store: OutputStore,
-    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend,
+    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, batch_runner: BatchRunner,
 ) -> Iterator[AssetMaterialization]:
     keys = [split_key(k) for k in context.partition_keys]
     graded_only = set(context.selected_asset_keys) == {GRADED_RESULTS}
@@ -131,8 +131,9 @@ def rollouts(
     else:
         jobs = plan_run(request, rows, named).jobs
     context.log.info(f"{len(jobs)} rollouts over {len(keys)} partitions, {config.workers} at a time -> {output}")
+    records = run_in_thread(jobs, config.workers, batch_runner.ray_options())
     yield from emit_all(context, materializations(
-        context.instance, run_in_thread(jobs, config.workers), [j.key for j in jobs], output,
+        context.instance, records, [j.key for j in jobs], output,
         upstream(context.instance), run_tags(), graded_only=graded_only, log=context.log,
         always_judge=JUDGE_SCORES in context.selected_asset_keys,
     ))

@@ -26,8 +26,9 @@ from mimo_core.rollout import RolloutJob
 _END = object()
 
 
-def run_in_thread(jobs: list[RolloutJob], workers: int) -> Iterator[ResultRecord]:
-    """Run the batch on the core's pool in a thread; yield each record as it finishes."""
+def run_in_thread(jobs: list[RolloutJob], workers: int, ray: Any = None) -> Iterator[ResultRecord]:
+    """Run the batch on the core's pool (or, given RayOptions, on a Ray cluster) in a thread; yield each
+    record as it finishes."""
     from mimo_core.batch import run_jobs
 
     out: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -35,7 +36,7 @@ def run_in_thread(jobs: list[RolloutJob], workers: int) -> Iterator[ResultRecord
 
     def target() -> None:
         try:
-            run_jobs(jobs, workers, on_result=out.put)
+            run_jobs(jobs, workers, on_result=out.put, ray=ray)
         except BaseException as e:  # surfaced in the step, not lost in a thread
             failure.append(e)
         finally:

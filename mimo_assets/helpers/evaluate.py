@@ -12,12 +12,12 @@ from dagster import AssetMaterialization, DagsterInstance
 
 from mimo_assets.helpers.engine import Event, materializations, run_in_thread
 from mimo_assets.helpers.inputs import config_events, dataset_events, registered_configs, upstream
-from resources import ModelEndpoint, OutputStore, SandboxBackend
+from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
 
 def execute(
     instance: DagsterInstance, cfg: Any, run_id: str, store: OutputStore, model: ModelEndpoint,
-    sandbox: SandboxBackend, log: Any, tags: dict[str, str],
+    sandbox: SandboxBackend, log: Any, tags: dict[str, str], runner: BatchRunner | None = None,
 ) -> Iterator[AssetMaterialization | list[Event]]:
     """Plan with the CLI's planner (A/B assignment, skip finished unless redo_existing) and run on the
     core's pool. `cfg` is the job's EvaluateConfig."""
@@ -40,7 +40,8 @@ def execute(
     yield from config_events(instance, request.configs, tags)
     plan = plan_run(request, tasks)
     log.info(f"{len(plan.jobs)} rollouts to run over {len(plan.tasks)} instances -> {request.output_dir}")
+    records = run_in_thread(plan.jobs, cfg.workers, runner.ray_options() if runner else None)
     yield from materializations(
-        instance, run_in_thread(plan.jobs, cfg.workers), [j.key for j in plan.jobs], request.output_dir,
+        instance, records, [j.key for j in plan.jobs], request.output_dir,
         upstream(instance), tags, graded_only=request.recalc is not None, log=log,
     )

@@ -1,0 +1,60 @@
+"""Dagster with the Ray runner: the `evaluate` job run on the cluster through its `batch_runner` resource
+(set in run config), and a CLI `--runner ray` run recorded into Dagster as a thread run is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dagster import AssetKey, DagsterInstance
+
+from mimo_assets.definitions import defs
+from mimo_core.results import ResultsStore
+from mimo_core.testing.ray_cluster import RayTestCluster
+from mimo_core.testing.tasks import write_named_config, write_tasks
+from tests.dagster.conftest import dagster_env, llm, run_cli  # noqa: F401 - fixtures used here
+
+GRADED = AssetKey("graded_results")
+
+
+@pytest.fixture
+def instance(dagster_env, llm, monkeypatch: pytest.MonkeyPatch) -> DagsterInstance:  # noqa: F811
+    monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
+    from mimo_assets.helpers.home import get_instance
+
+    return get_instance()
+
+
+def _ran_on_ray(out: Path) -> int:
+    return sum("ran on Ray node" in (out / r.output_dir / "instance.log").read_text()
+               for r in ResultsStore(out).load().values())
+
+
+def test_evaluate_job_runs_on_the_ray_cluster_given_in_run_config(
+    tmp_path: Path, instance: DagsterInstance, ray_test_cluster: RayTestCluster, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for k, v in ray_test_cluster.env.items():
+        monkeypatch.setenv(k, v)
+    data, good = write_tasks(tmp_path, 3), write_named_config(tmp_path, "good")
+    out = tmp_path / "eval"
+    run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": [str(good)], "workers": 3,
+                                             "output_dir": str(out)}}},
+           "resources": {"batch_runner": {"config": {"runner": "ray", "ray_address": ray_test_cluster.address}}}}
+    assert defs.resolve_job_def("evaluate").execute_in_process(instance=instance, run_config=run).success
+    assert len(instance.fetch_materializations(GRADED, limit=100).records) == 3
+    assert all(r.passed for r in ResultsStore(out).load().values()) and _ran_on_ray(out) == 3
+
+
+def test_cli_ray_run_is_recorded_into_dagster(
+    tmp_path: Path, dagster_env, llm, ray_test_cluster: RayTestCluster,  # noqa: F811
+) -> None:
+    from mimo_assets.helpers.home import get_instance
+
+    data, good = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good")
+    out = tmp_path / "out"
+    run_cli(["-c", str(good), "--dataset", str(data), "-o", str(out), "--workers", "2", "--runner", "ray",
+             "--ray-address", ray_test_cluster.address], llm, {**dagster_env, **ray_test_cluster.env})
+    assert _ran_on_ray(out) == 2
+    records = get_instance().fetch_materializations(GRADED, limit=100).records
+    assert sorted(r.partition_key for r in records) == ["good|greet-0", "good|greet-1"]
