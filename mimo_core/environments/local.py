@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 from mimo_core.environments import live
 from mimo_core.environments.base import ExecResult, SandboxSpec
 from mimo_core.environments.bwrap import BwrapSandbox, bwrap_args
-from mimo_core.environments.local_cleanup import force_remove, own_label, write_label
+from mimo_core.environments.local_cleanup import own_label, remove_tree, write_label
 from mimo_core.environments.local_procs import (
     CALL_VAR,
     SANDBOX_VAR,
@@ -154,7 +154,7 @@ class LocalEnvironment:
         if self.base is not None:
             if not sandboxed:  # background jobs, `setsid`/`nohup` ones included, carry the marker
                 kill_marked(SANDBOX_VAR, self.sandbox_id)
-            shutil.rmtree(self.base, onerror=force_remove)
+            remove_tree(self.base)
             self.base = None
         live.untrack(self)
 

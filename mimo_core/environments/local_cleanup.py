@@ -102,14 +102,38 @@ def cleanup(roots: list[str] | None = None, run_id: str | None = None, stale_onl
 def remove_sandbox(base: str, sandbox_id: str) -> None:
     """Kill every process carrying the sandbox's marker, then delete its folder."""
     kill_marked(SANDBOX_VAR, sandbox_id)
+    remove_tree(base)
+
+
+def remove_tree(base: str) -> None:
+    """Delete a sandbox folder, its label last: a removal cut short by a kill leaves a labelled folder,
+    which the next sweep knows to be ours, never an unlabelled one it must leave alone."""
+    try:
+        entries = list(os.scandir(base))
+    except FileNotFoundError:
+        return
+    except OSError:
+        entries = []
+    for entry in entries:
+        if entry.name == LABEL_FILE:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, onerror=force_remove)
+        else:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                force_remove(os.unlink, entry.path, None)
     shutil.rmtree(base, onerror=force_remove)
 
 
 def force_remove(func: Any, path: str, _exc: Any) -> None:
-    """rmtree helper: files the agent made read-only (or read-only folders) must go too."""
+    """rmtree helper: files the agent made read-only (or read-only folders) must go too. A symlink is never
+    chmod-ed: that would change its target, which may be any file of the host."""
     try:
         os.chmod(os.path.dirname(path), 0o755)
-        os.chmod(path, 0o755)
+        if not os.path.islink(path):
+            os.chmod(path, 0o755)
         func(path)
     except OSError:
         pass

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
 
-from mimo_core.environments.local_cleanup import LABEL_FILE, SandboxLabel, cleanup, read_label
+from mimo_core.environments.local_cleanup import (
+    LABEL_FILE,
+    SandboxLabel,
+    cleanup,
+    force_remove,
+    read_label,
+    remove_tree,
+)
 from mimo_core.environments.local_procs import SANDBOX_VAR
 from tests.environments.conftest import MakeEnv
 
@@ -57,3 +65,49 @@ def test_cleanup_of_one_run_leaves_other_runs(make_env: MakeEnv, tmp_path: Path)
     assert not Path(a.spec.cwd).exists() and Path(b.spec.cwd).exists()
     time.sleep(0.1)
     a.base = None  # already removed: the fixture's stop() has nothing left to do
+
+
+def _big_labelled_tree(base: Path, folders: int = 20, files: int = 50) -> None:
+    for i in range(folders):
+        (base / f"d{i}").mkdir(parents=True)
+        for j in range(files):
+            (base / f"d{i}" / f"f{j}").write_bytes(b"x")
+    (base / LABEL_FILE).write_text("{}")
+
+
+def test_a_removal_cut_short_by_a_kill_never_leaves_an_unlabelled_folder(tmp_path: Path) -> None:
+    """The sweep only removes labelled folders: the label must be the last thing to go."""
+    partial = False
+    for attempt in range(10):
+        base = tmp_path / f"mimo-{attempt}"
+        _big_labelled_tree(base)
+        pid = os.fork()  # a child that only removes: no interpreter start-up to wait for
+        if pid == 0:
+            try:
+                remove_tree(str(base))
+            finally:
+                os._exit(0)
+        time.sleep(0.001 * attempt)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        if base.exists():
+            assert (base / LABEL_FILE).is_file(), sorted(p.name for p in base.iterdir())[:5]
+            partial = sum(1 for _ in base.rglob("*")) < 20 + 20 * 50 + 1  # some of it went
+        if partial:
+            break
+    assert partial  # some kill landed mid-removal, so the check above ran on a half-removed folder
+
+
+def test_removing_a_symlink_never_changes_its_targets_mode(tmp_path: Path) -> None:
+    """An agent's link to a host file in a folder it made read-only: removing it chmods the folder, not
+    the host file."""
+    host_file = tmp_path / "host-secret"
+    host_file.write_text("x")
+    host_file.chmod(0o600)
+    base = tmp_path / "mimo-sandbox"
+    (base / "ro").mkdir(parents=True)
+    (base / "ro" / "link").symlink_to(host_file)
+    (base / "ro").chmod(0o555)
+    force_remove(os.unlink, str(base / "ro" / "link"), None)
+    assert not (base / "ro" / "link").is_symlink()
+    assert host_file.stat().st_mode & 0o777 == 0o600
