@@ -236,7 +236,8 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
           + f" -> {output}", file=sys.stderr)
     from mimo_core.environments.sweep import before_run
 
-    before_run(configs)
+    if args.ray is None:  # under Ray the sandboxes live on the nodes, each with its own engine (docs/ray.md)
+        before_run(configs)
     observers = load_observers(request)
     for r in observers:
         r.start(plan)
