@@ -93,7 +93,12 @@ def write_output_folder(out: Path, rollouts: int, configs: tuple[str, ...] = ("a
         if n == 0:  # the long rollout also has per-test outcomes and a judge's verdict
             extra["tests"] = TestSummary(source=["verifier/ctrf.json"], f2p=TestGroup(passed=["test_goodbye"]),
                                          p2p=TestGroup(failed=["test_hello_kept"])).model_dump()
-            extra["judge"] = JudgeResult(score=0.5, exit_status=ExitStatus.SUBMITTED, verdict="1: yes; 2: no", scores=[
+            judge = trajectory(instance_id, "judge", 0, 1, ExitStatus.SUBMITTED)
+            judge.agent_type, judge.messages[2].reasoning = "judge", "weighing rubric 2 against the diff"
+            (folder / "judge").mkdir()
+            (folder / "judge" / "traj.json").write_text(json.dumps(judge.model_dump(mode="json")))
+            extra["judge"] = JudgeResult(score=0.5, exit_status=ExitStatus.SUBMITTED, verdict="1: yes; 2: no",
+                                         trajectory="judge/traj.json", scores=[
                 RubricScore(index=1, rubric="says goodbye", score=1.0, reason="the file says goodbye"),
                 RubricScore(index=2, rubric="keeps hello", score=0.0, reason="hello is gone")]).model_dump(mode="json")
         (folder / "reward_extra_info.json").write_text(json.dumps(extra))

@@ -133,6 +133,7 @@ class RolloutView(BaseModel):
     texts: dict[str, str] = {}  # long fields of reward_extra_info (verifier output tail, ...)
     tests: TestSummary | None = None
     judge: JudgeResult | None = None
+    judge_turns: list[TurnView] = []  # the judge's own conversation (judge/traj.json), its reasoning included
     files: list[FileEntry] = []
     step_files: list[FileEntry] = []  # agent_msgs/: one per model call, listed apart
     inline: dict[str, str] = {}  # small verifier files shown in the page
@@ -165,6 +166,11 @@ def build_rollout(output_dir: Path, record: ResultRecord) -> RolloutView:
         tests, judge = extra.get("tests"), extra.get("judge")
         view.tests = TestSummary.model_validate(tests) if isinstance(tests, dict) else None
         view.judge = JudgeResult.model_validate(judge) if isinstance(judge, dict) else None
+        if view.judge is not None and view.judge.trajectory:
+            try:
+                view.judge_turns = conversation(read_trajectory(folder / view.judge.trajectory))
+            except ValueError as e:
+                view.problem = view.problem or str(e)
         for k, v in extra.items():
             if k in ("tests", "judge"):
                 continue

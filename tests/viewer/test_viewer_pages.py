@@ -3,6 +3,7 @@ in small): paging, per-test outcomes and the judge, read over HTTP from a real `
 
 from __future__ import annotations
 
+import html
 import re
 import socket
 import subprocess
@@ -30,10 +31,13 @@ def test_run_page_is_paged_and_a_rollout_page_shows_tests_and_judge(tmp_path: Pa
         assert first.count('<tr class="rollout">') == 100 and "250 of 250 rollouts · page 1 of 3" in first
         assert 'id="next"' in first and last.count('<tr class="rollout">') == 50 and 'id="next"' not in last
         assert "inst-00124" in last and "inst-00124" not in first  # the pages hold different rollouts
-        page = visible_text(get(rollout_url(out, "inst-00000/a/0", base=url.split("/runs/")[0])))
+        raw = get(rollout_url(out, "inst-00000/a/0", base=url.split("/runs/")[0]))
+        page = html.unescape(visible_text(raw))
         assert re.search(r"f2p passed 1 test_goodbye", page) and re.search(r"p2p failed 1 test_hello_kept", page)
         assert "score 0.5" in page and "the file says goodbye" in page and "hello is gone" in page
-        assert page.count("ASSISTANT") + page.count("assistant · step") == 30
+        assert "the judge's transcript (3 turns)" in page and "weighing rubric 2 against the diff" in page
+        transcript = raw.split('<div id="conversation">', 1)[1].split("<h3>Usage per call</h3>", 1)[0]
+        assert transcript.count('<div class="msg assistant">') == 30
     assert snapshot(out) == before
 
 
