@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+# Loopback only, no usage reports, and workers run the installed Python rather than `uv run` in an uploaded copy.
+LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+                "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
 
 
 def _free_port() -> int:
