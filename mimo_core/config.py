@@ -88,6 +88,14 @@ class ModelConfig(_Strict):
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     pricing: PricingConfig | None = None
+    # vLLM: each reply carries the prompt's and the completion's token ids and logprobs (the rl export)
+    return_token_ids: bool = False
+
+    @model_validator(mode="after")
+    def _token_ids_need_chat(self) -> ModelConfig:
+        if self.return_token_ids and self.protocol != "chat":
+            raise ValueError(f"return_token_ids needs protocol: chat (vLLM's Chat Completions), not {self.protocol}")
+        return self
 
 
 class JudgeAgentConfig(_Strict):

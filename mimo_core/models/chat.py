@@ -36,6 +36,11 @@ def _token_ids_from_logprobs(entries: list[dict[str, Any]]) -> list[int] | None:
     return ids
 
 
+# `model.return_token_ids: true` sends these (model_kwargs win): vLLM's logprobs, tokens spelt "token_id:N",
+# and (vLLM >= 0.10.2) `prompt_token_ids` and the choice's `token_ids`.
+VLLM_TOKEN_KWARGS = {"logprobs": True, "return_tokens_as_token_ids": True, "return_token_ids": True}
+
+
 def token_fields(data: dict[str, Any]) -> tuple[list[int] | None, list[int] | None, list[float] | None]:
     """vLLM's training extras of a chat reply: prompt token ids, completion token ids, completion logprobs
     (each None when not sent). Also what the RL export reads from agent_msgs/."""
@@ -101,4 +106,6 @@ def make_chat_model(cfg: ModelConfig) -> ChatModel:
     import openai
 
     client_kwargs, request_kwargs = split_kwargs(cfg)
+    if cfg.return_token_ids:
+        request_kwargs = {**VLLM_TOKEN_KWARGS, **request_kwargs}
     return ChatModel(cfg, openai.OpenAI(**client_kwargs), request_kwargs)

@@ -15,7 +15,6 @@ from mimo_core.testing.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
 
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
-VLLM_KWARGS = {"logprobs": True, "return_tokens_as_token_ids": True, "return_token_ids": True}
 
 
 @dataclass
@@ -30,7 +29,7 @@ def scripted_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScriptedR
     data = write_tasks(work, n=2)
     tok = write_config(work, "tok")
     cfg = yaml.safe_load(tok.read_text())
-    cfg["model"]["model_kwargs"].update(VLLM_KWARGS)
+    cfg["model"]["return_token_ids"] = True  # sends vLLM's logprobs / return_tokens_as_token_ids / return_token_ids
     tok.write_text(yaml.safe_dump(cfg))
     plain = write_config(work, "plain")
     out = work / "out"

@@ -95,3 +95,19 @@ def test_atif_export_validates_against_harbors_model(scripted_run: ScriptedRun, 
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({**atif, "steps": [{**atif["steps"][0], "step_id": 5}]}))
     assert list(harbor_atif_errors([broken])) == [str(broken)]
+
+
+def test_return_token_ids_on_another_protocol_is_a_config_error(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from mimo_core.config import load_configs
+    from mimo_core.errors import ConfigError
+    from mimo_core.testing.tasks import write_config
+
+    monkeypatch.setenv("MIMO_TEST_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
+    cfg = write_config(tmp_path, "resp", protocol="responses")
+    cfg.write_text(cfg.read_text().replace("model_name:", "return_token_ids: true\n  model_name:"))
+    with pytest.raises(ConfigError) as exc:
+        load_configs([str(cfg)])
+    assert "return_token_ids needs protocol: chat" in str(exc.value) and str(cfg) in str(exc.value)
+    assert len(str(exc.value).splitlines()) == 1
