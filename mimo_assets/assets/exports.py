@@ -24,7 +24,7 @@ SHOW_SKIPPED = 20
 class ExportConfig(Config):
     """Which rollouts go into the export (unset: all of them)."""
 
-    statuses: list[str] = Field(default_factory=list, description="keep these exit statuses, e.g. ['submitted']")
+    statuses: list[str] = Field(default_factory=list, description="keep these exit statuses (e.g. submitted)")
     min_reward: float | None = Field(default=None, description="keep rewards >= this (drops ungraded rollouts)")
     max_reward: float | None = Field(default=None, description="keep rewards <= this (drops ungraded rollouts)")
     configs: list[str] = Field(default_factory=list, description="keep these config names")
