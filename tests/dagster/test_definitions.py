@@ -130,7 +130,8 @@ def test_computed_assets_declare_a_code_version() -> None:
 
     graph = defs.resolve_asset_graph()
     computed = ["rollouts", "judge_scores", "graded_results", "results_table", "pass_rates", "pass_at_k",
-                "ab_comparison", "usage_by_config", "exit_statuses", "pass_rate_trend"]
+                "ab_comparison", "usage_by_config", "exit_statuses", "pass_rate_trend", "sft_export", "rl_export",
+                "atif_export"]
     from dagster import AssetKey
 
     assert {k: graph.get(AssetKey(k)).code_version for k in computed} == {k: "1" for k in computed}
