@@ -7,7 +7,8 @@ as fallback) and builds `mimo-base:bookworm` with no pull: `debootstrap --varian
 debootstrap. A running engine on our socket is reused as is; a file lock makes concurrent pytest
 processes do the work once. Users hold the engine through `use_dockerd()`: each holds a shared lock for
 as long as it runs, and the last one to leave stops the engine if a user started it (an engine started
-by hand is left alone). Its data root, with the base image, stays, so the next start takes seconds. Concurrent pytest processes and benches can share one engine.
+by hand is left alone). Its data root, with the base image, stays, so the next start takes seconds.
+Concurrent pytest processes and benches share one engine.
 
 Run by hand: `uv run python -m mimo_core.testing.dockerd` starts it and leaves it running, printing the
 DOCKER_HOST to export; `... dockerd --stop` stops an engine the tests started, when no one uses it.
