@@ -62,6 +62,7 @@ class StandIn:
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         self.policies: dict[tuple[str, str], dict[str, Any]] = {}
         self.containers: dict[tuple[str, str], str] = {}
+        self.created: list[dict[str, Any]] = []  # every pod ever created, for tests to look back at
         self._version = itertools.count(1)
         self._watchers: list[asyncio.Queue] = []
         self.url = ""
@@ -150,6 +151,7 @@ class StandIn:
         meta |= {"namespace": ns, "uid": str(uuid.uuid4()), "creationTimestamp": "2026-01-01T00:00:00Z"}
         pod["status"] = pod_status("Pending")
         self.pods[(ns, name)] = pod
+        self.created.append(pod)
         self._changed("ADDED", pod)
         asyncio.get_running_loop().create_task(self._run_pod(ns, name))
         return web.json_response(pod, status=201)

@@ -42,7 +42,9 @@ def _k8s_config(tmp_path: Path, name: str, **environment) -> Path:
     return cfg_path
 
 
-def test_rollout_runs_in_a_pod_and_reaches_the_scripted_server(k8s, scripted_llm, tmp_path: Path) -> None:
+def test_swe_k8s_profile_runs_a_rollout_in_a_pod_that_reaches_the_scripted_server(
+        k8s, scripted_llm, tmp_path: Path, monkeypatch) -> None:
+    """configs/swe_k8s.yaml as shipped; only its ${VAR}s point at the scripted server and a test namespace."""
     port = scripted_llm.url.rsplit(":", 1)[1].split("/")[0]
     probe = f"cat /proc/1/cmdline | tr '\\0' ' '; echo; exec 3<>/dev/tcp/127.0.0.1/{port} && echo server-reachable"
     scripted_llm.set_responder(turns(
@@ -50,9 +52,12 @@ def test_rollout_runs_in_a_pod_and_reaches_the_scripted_server(k8s, scripted_llm
         call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
         call("submit"),
     ))
-    name = f"kube_{uuid.uuid4().hex[:6]}"
+    namespace = f"e2e-{uuid.uuid4().hex[:6]}"
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_llm.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("MIMOAGENT_K8S_NAMESPACE", namespace)
     out = tmp_path / "out"
-    proc = run_cli(["-c", str(_k8s_config(tmp_path, name)), "--dataset", str(_docker_dataset(tmp_path)),
+    proc = run_cli(["-c", str(REPO / "configs" / "swe_k8s.yaml"), "--dataset", str(_docker_dataset(tmp_path)),
                     "-o", str(out)], scripted_llm)
     assert proc.returncode == 0, proc.stderr
     [record] = ResultsStore(out).load().values()
@@ -60,7 +65,8 @@ def test_rollout_runs_in_a_pod_and_reaches_the_scripted_server(k8s, scripted_llm
     traj = json.loads((out / record.output_dir / "traj.json").read_text())
     first_obs = next(m for m in traj["messages"] if m["role"] == "tool")["content"]
     assert "while :; do sleep 86400" in first_obs and "server-reachable" in first_obs  # PID 1 is the pod's
-    assert _pods(k8s, "mimoagent.config", name) == []
+    assert not [key for key in list(k8s.pods) if key[0] == namespace]  # created there, deleted after
+    assert any(m["metadata"]["namespace"] == namespace for m in k8s.created)
     assert SECRET not in "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
 
 
