@@ -55,27 +55,27 @@ def client_config(opts: KubernetesOptions) -> tuple[Any, str]:
     kubeconfig, the pod's service account. The namespace: the option, else the context's, else default."""
     from kubernetes import client, config
 
-    key = (opts.kubeconfig, opts.context)
+    # $KUBECONFIG read now, not when the client was imported (it fixes its default path at import).
+    path = opts.kubeconfig or os.environ.get("KUBECONFIG") or None
+    key = (path, opts.context)
     with _configs_lock:
         if key not in _configs:
             conf = client.Configuration()
             namespace = "default"
             try:
-                if (opts.kubeconfig is None and opts.context is None and not os.environ.get("KUBECONFIG")
-                        and os.environ.get("KUBERNETES_SERVICE_HOST")
+                if (path is None and opts.context is None and os.environ.get("KUBERNETES_SERVICE_HOST")
                         and not Path("~/.kube/config").expanduser().exists()):
                     config.load_incluster_config(client_configuration=conf)
                     ns_file = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
                     namespace = ns_file.read_text().strip() if ns_file.exists() else namespace
                 else:
-                    config.load_kube_config(config_file=opts.kubeconfig, context=opts.context,
+                    config.load_kube_config(config_file=path, context=opts.context,
                                             client_configuration=conf, persist_config=False)
-                    contexts, active = config.list_kube_config_contexts(config_file=opts.kubeconfig)
+                    contexts, active = config.list_kube_config_contexts(config_file=path)
                     ctx = next((c for c in contexts if c["name"] == opts.context), active) if opts.context else active
                     namespace = (ctx.get("context") or {}).get("namespace") or namespace
             except (config.ConfigException, OSError) as e:
-                raise SandboxError(f"cannot load the Kubernetes client config "
-                                   f"({opts.kubeconfig or os.environ.get('KUBECONFIG') or '~/.kube/config'}): {e}"
+                raise SandboxError(f"cannot load the Kubernetes client config ({path or '~/.kube/config'}): {e}"
                                    ) from None
             _configs[key] = (conf, namespace)
         conf, namespace = _configs[key]

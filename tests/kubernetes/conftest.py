@@ -8,6 +8,8 @@ CLI runs, use it too); `make_k8s_env(**spec)` starts a KubernetesEnvironment and
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,17 +22,19 @@ from tests.host_needs import unavailable
 
 
 @pytest.fixture(scope="session")
-def k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
+def k8s() -> Iterator[StandIn]:
     if os.geteuid() != 0:
         unavailable("starting a private dockerd needs root")
     with use_dockerd() as info:  # the engine stops after the last test process using it ends
-        yield from _standin(info, tmp_path_factory)
+        yield from _standin(info)
 
 
-def _standin(info: DockerdInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
+def _standin(info: DockerdInfo) -> Iterator[StandIn]:
     standin = StandIn(info.docker_host)
     standin.start()
-    kubeconfig = standin.write_kubeconfig(tmp_path_factory.mktemp("k8s") / "kubeconfig")
+    # Not under pytest's basetemp: concurrent pytest processes rotate (delete) each other's old ones.
+    home = Path(tempfile.mkdtemp(prefix="mimo-k8s-test-"))
+    kubeconfig = standin.write_kubeconfig(home / "kubeconfig")
     old = {k: os.environ.get(k) for k in ("KUBECONFIG", "DOCKER_HOST")}
     os.environ["KUBECONFIG"] = str(kubeconfig)
     os.environ["DOCKER_HOST"] = info.docker_host
@@ -39,6 +43,7 @@ def _standin(info: DockerdInfo, tmp_path_factory: pytest.TempPathFactory) -> Ite
     kubernetes._configs.clear()  # a kubeconfig parsed before this session's stand-in existed
     yield standin
     standin.stop()
+    shutil.rmtree(home, ignore_errors=True)
     for k, v in old.items():
         if v is None:
             os.environ.pop(k, None)
