@@ -49,6 +49,9 @@ def _sleepers(tag: str) -> list[int]:
     return found
 
 
+KEY_PATTERN = f"{SECRET[:-1]}[{SECRET[-1]}]"  # matches the key, not this grep's own command line
+
+
 def _tool_output(req: Request) -> str:
     return str(req.body["messages"][-1].get("content"))
 
@@ -123,7 +126,8 @@ def test_what_a_command_can_see_of_the_runner(workdir: Path, scripted_llm, sandb
             return call("bash", command=(
                 f"grep -ls {SECRET} /proc/[0-9]*/environ | wc -l; "
                 "grep -ls 'mimo_core[.]cli' /proc/[0-9]*/cmdline | wc -l;"
-                f" kill -0 {pid} 2>/dev/null && echo signalable || echo unreachable; ls /proc | grep -c '^[0-9]'"))
+                f" kill -0 {pid} 2>/dev/null && echo signalable || echo unreachable; ls /proc | grep -c '^[0-9]';"
+                f" grep -ls '{KEY_PATTERN}' /proc/[0-9]*/cmdline | wc -l"))
         return call("submit")
 
     scripted_llm.set_responder(responder)
@@ -136,6 +140,7 @@ def test_what_a_command_can_see_of_the_runner(workdir: Path, scripted_llm, sandb
     _, err = runner["proc"].communicate(timeout=120)
     assert runner["proc"].returncode == 0, err
     seen = _tool_output(scripted_llm.requests[-1]).split()
+    assert seen[4] == "0", seen  # the key is in the runner's environment at most, on no command line
     if sandbox == "bwrap":
         assert seen[:3] == ["0", "0", "unreachable"], seen
         assert int(seen[3]) <= 6  # its own: control, two shells, this pipeline
