@@ -37,7 +37,8 @@ def _export(fmt: str, context: AssetExecutionContext, config: ExportConfig, stor
     flt = ExportFilter(statuses=config.statuses, min_reward=config.min_reward, max_reward=config.max_reward,
                        configs=config.configs)
     dest = store.root / "exports" / fmt
-    report = write_export(fmt, select_latest(latest, flt), dest)
+    refs, unreadable = select_latest(latest, flt)
+    report = write_export(fmt, refs, dest, unreadable)
     skipped = "\n".join(f"- `{s.rollout}`: {s.reason}" for s in report.skipped[:SHOW_SKIPPED]) or "none"
     return MaterializeResult(metadata={
         "path": MetadataValue.path(report.path), "report": MetadataValue.path(str(dest / f"{fmt}_report.json")),

@@ -88,14 +88,24 @@ def select_rollouts(run_dirs: Iterable[Path], flt: ExportFilter | None = None) -
     return refs
 
 
-def select_latest(latest: Mapping[tuple[str, str], Path], flt: ExportFilter | None = None) -> list[RolloutRef]:
+def select_latest(
+    latest: Mapping[tuple[str, str], Path], flt: ExportFilter | None = None,
+) -> tuple[list[RolloutRef], dict[str, str]]:
     """The rollouts of each (instance, config) pair from the run folder `latest` names for it (Dagster's
-    latest graded materialization of each partition), filtered and sorted like `select_rollouts`."""
+    latest graded materialization of each partition), filtered and sorted like `select_rollouts`; and the
+    run folders that can no longer be read, with why (a deleted old run must not stop every export)."""
     flt = flt or ExportFilter()
     by_dir: dict[Path, set[tuple[str, str]]] = {}
     for pair, run_dir in latest.items():
         by_dir.setdefault(Path(run_dir).resolve(), set()).add(pair)
-    refs = [RolloutRef(d, rec) for d, pairs in by_dir.items() for rec in check_output_dir(d)
-            if (rec.instance_id, rec.config_name) in pairs and flt.keeps(rec)]
+    refs: list[RolloutRef] = []
+    unreadable: dict[str, str] = {}
+    for d, pairs in by_dir.items():
+        try:
+            records = check_output_dir(d)
+        except ConfigError as e:
+            unreadable[str(d)] = f"{e} ({len(pairs)} partitions)"
+            continue
+        refs += [RolloutRef(d, r) for r in records if (r.instance_id, r.config_name) in pairs and flt.keeps(r)]
     refs.sort(key=lambda r: (*r.record.key, str(r.run_dir)))
-    return refs
+    return refs, unreadable

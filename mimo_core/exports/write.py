@@ -3,7 +3,7 @@ Dagster export assets both call."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mimo_core.exports.report import ExportReport
@@ -28,11 +28,15 @@ def _exporter(fmt: str) -> Callable[[list[RolloutRef], Path], ExportReport]:
     raise ValueError(f"unknown export format {fmt!r}; known: {', '.join(FORMATS)}")
 
 
-def write_export(fmt: str, refs: list[RolloutRef], dest: Path) -> ExportReport:
-    """Write `refs` into `dest` (created) in format `fmt`, and the report beside it."""
+def write_export(fmt: str, refs: list[RolloutRef], dest: Path,
+                 unreadable: Mapping[str, str] | None = None) -> ExportReport:
+    """Write `refs` into `dest` (created) in format `fmt`, and the report beside it; `unreadable` (folder →
+    why) is reported as left out too."""
     exporter = _exporter(fmt)
     dest.mkdir(parents=True, exist_ok=True)
     report = exporter(refs, dest)
+    for folder, why in (unreadable or {}).items():
+        report.skip(folder, why)
     report.write(dest)
     return report
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mimo_core.exports.source import ExportFilter
-from mimo_core.exports.write import run_export
+from mimo_core.exports.source import ExportFilter, select_latest
+from mimo_core.exports.write import run_export, write_export
 from mimo_core.status import ExitStatus
 from mimo_core.testing.harbor_atif import harbor_atif_errors
 from tests.exports.conftest import ScriptedRun
@@ -111,3 +111,15 @@ def test_return_token_ids_on_another_protocol_is_a_config_error(tmp_path: Path,
         load_configs([str(cfg)])
     assert "return_token_ids needs protocol: chat" in str(exc.value) and str(cfg) in str(exc.value)
     assert len(str(exc.value).splitlines()) == 1
+
+
+def test_latest_partitions_skip_a_run_folder_that_is_gone(scripted_run: ScriptedRun, tmp_path: Path) -> None:
+    """The export assets' selection: each partition from its latest run folder; a deleted folder is reported."""
+    latest = {("greet-0", "tok"): scripted_run.out, ("greet-1", "plain"): scripted_run.out,
+              ("greet-9", "tok"): tmp_path / "deleted-run"}
+    refs, unreadable = select_latest(latest)
+    assert [(r.record.instance_id, r.record.config_name) for r in refs] == [("greet-0", "tok"), ("greet-1", "plain")]
+    assert list(unreadable) == [str((tmp_path / "deleted-run").resolve())]
+    report = write_export("sft", refs, tmp_path / "exp", unreadable)
+    assert report.rollouts == 2 and [s.rollout for s in report.skipped] == list(unreadable)
+    assert "not a folder" in report.skipped[0].reason
