@@ -66,6 +66,7 @@ def overhead(root: Path, llm: ScriptedLLM, n: int, ray: Any) -> None:
 def throughput(root: Path, llm: ScriptedLLM, n: int, ray: Any, cluster: RayTestCluster, label: str) -> None:
     llm.latency = 0.1
     nodes = len(cluster.worker_ids)
+    _timed(_jobs(Path(tempfile.mkdtemp(dir=root)), 4 * nodes), 2 * nodes, ray)  # warm: a worker process per slot
     wall, _ = _timed(_jobs(Path(tempfile.mkdtemp(dir=root)), n), 2 * nodes, ray)
     print(f"  {label}: {nodes} worker node(s), {2 * nodes} in flight: {n / wall:5.2f} rollouts/s "
           f"({wall:.1f} s for {n})", flush=True)

@@ -1,8 +1,11 @@
 """Dagster with the Ray runner: the `evaluate` job run on the cluster through its `batch_runner` resource
-(set in run config), and a CLI `--runner ray` run recorded into Dagster as a thread run is."""
+(set in run config), and a CLI `--runner ray` run (on the local cluster it starts) recorded into Dagster
+as a thread run is."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -46,15 +49,21 @@ def test_evaluate_job_runs_on_the_ray_cluster_given_in_run_config(
     assert all(r.passed for r in ResultsStore(out).load().values()) and _ran_on_ray(out) == 3
 
 
-def test_cli_ray_run_is_recorded_into_dagster(
-    tmp_path: Path, dagster_env, llm, ray_test_cluster: RayTestCluster,  # noqa: F811
+def test_cli_ray_run_on_its_own_local_cluster_is_recorded_into_dagster(
+    tmp_path: Path, dagster_env, llm, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
 ) -> None:
+    """No --ray-address and no $RAY_ADDRESS: the run starts a local Ray cluster of its own, then stops it."""
     from mimo_assets.helpers.home import get_instance
 
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     data, good = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good")
     out = tmp_path / "out"
-    run_cli(["-c", str(good), "--dataset", str(data), "-o", str(out), "--workers", "2", "--runner", "ray",
-             "--ray-address", ray_test_cluster.address], llm, {**dagster_env, **ray_test_cluster.env})
+    ray_tmp = tempfile.mkdtemp(prefix="mray-", dir="/tmp")  # short: Ray's socket paths must stay < 108 bytes
+    try:
+        run_cli(["-c", str(good), "--dataset", str(data), "-o", str(out), "--workers", "2", "--runner", "ray"],
+                llm, {**dagster_env, "RAY_TMPDIR": ray_tmp})
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert _ran_on_ray(out) == 2
     records = get_instance().fetch_materializations(GRADED, limit=100).records
     assert sorted(r.partition_key for r in records) == ["good|greet-0", "good|greet-1"]
