@@ -193,6 +193,7 @@ def wait_running(core: Any, namespace: str, name: str, image: str, timeout: floa
     SandboxError naming the reason and message Kubernetes gave (ImagePullBackOff, Unschedulable, ...)."""
     from kubernetes import watch
     from kubernetes.client.rest import ApiException
+    from urllib3.exceptions import HTTPError
 
     deadline = time.monotonic() + timeout
     reason, message = "Pending", "no status reported yet"
@@ -213,6 +214,8 @@ def wait_running(core: Any, namespace: str, name: str, image: str, timeout: floa
                     break
         except ApiException as e:
             raise SandboxError(f"watching pod {namespace}/{name} failed: {e.status} {e.reason}") from None
+        except (HTTPError, OSError, ValueError) as e:  # refused, reset; a cut stream can fail to parse
+            raise SandboxError(f"watching pod {namespace}/{name} failed: {str(e).splitlines()[0][:300]}") from None
         finally:
             w.stop()
     raise SandboxError(f"pod {namespace}/{name} (image {image}) did not start within {timeout:.0f}s: "

@@ -21,6 +21,7 @@ import os
 import secrets
 import shlex
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from mimo_core.environments import docker_registry, k8s_files, live
 from mimo_core.environments.base import ExecResult, SandboxSpec
 from mimo_core.environments.docker import _QUIET, KEEPALIVE
 from mimo_core.environments.docker_shell import kill_script
-from mimo_core.environments.k8s_exec import ENDED, STDOUT, ExecStream, open_exec, run
+from mimo_core.environments.k8s_exec import ExecStream, open_exec, run
 from mimo_core.environments.k8s_pods import (
     KubernetesOptions,
     PodImageError,
@@ -37,6 +38,7 @@ from mimo_core.environments.k8s_pods import (
     pod_name,
     wait_running,
 )
+from mimo_core.environments.k8s_shell import K8sShellStream
 from mimo_core.environments.shell import MAX_CAPTURE, HeadTail, ShellSession
 from mimo_core.errors import SandboxError
 
@@ -160,6 +162,9 @@ class KubernetesEnvironment:
         except ApiException as e:
             raise SandboxError(f"creating pod {self.namespace}/{name} failed: {e.status} {e.reason}: "
                                f"{(e.body or '')[:300]}") from None
+        except Exception as e:  # urllib3: refused, DNS, TLS; the API server is not there
+            raise SandboxError(f"cannot reach the Kubernetes API server at {self.api.configuration.host}: "
+                               f"{str(e).splitlines()[0][:300]}") from None
         wait_running(self.core, self.namespace, name, image,
                      self.options.pod_start_timeout or self.config.startup_timeout)
 
@@ -210,8 +215,6 @@ class KubernetesEnvironment:
         self, command: str, timeout: float | None = None, cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
-        import time
-
         timeout = self.spec.timeout if timeout is None else timeout
         marker = secrets.token_hex(8)
         out = f"{self.scratch_dir}/out.{marker}"
@@ -287,62 +290,3 @@ class KubernetesEnvironment:
 
     def copy_out(self, src: str, dest: Path) -> None:
         k8s_files.copy_out(self, src, Path(dest))
-
-
-class K8sShellStream:
-    """A `bash` reading the exec stream's stdin: shell.py's ShellStream over one WebSocket."""
-
-    def __init__(self, env: KubernetesEnvironment, stream: ExecStream) -> None:
-        self.env = env
-        self.stream = stream
-        self.pid = ""
-        self.pending = b""  # bytes read past a line by read_line
-        self.closed = False
-
-    def send(self, data: bytes) -> None:
-        try:
-            self.stream.send(data)
-        except Exception:
-            self.stream.ended = True
-
-    def recv(self, timeout: float) -> bytes | None:
-        import time
-
-        if self.pending:
-            data, self.pending = self.pending, b""
-            return data
-        deadline = time.monotonic() + timeout
-        while True:
-            got = self.stream.frame(max(0.0, deadline - time.monotonic()))
-            if got is None:
-                return None
-            channel, payload = got
-            if channel == ENDED:
-                return b""
-            if channel == STDOUT and payload:
-                return payload
-            if time.monotonic() >= deadline:
-                return None
-
-    def read_line(self, timeout: float) -> str:
-        import time
-
-        data = bytearray()
-        deadline = time.monotonic() + timeout
-        while b"\n" not in data:
-            chunk = self.recv(max(0.0, deadline - time.monotonic()))
-            if not chunk:
-                raise SandboxError("the pod's shell did not start")
-            data += chunk
-        line, _, rest = bytes(data).partition(b"\n")
-        self.pending = rest
-        return line.decode(errors="replace")
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        if self.pid.isdigit() and not self.stream.ended:
-            with contextlib.suppress(Exception):
-                self.env.exec_bytes(f"kill -9 {self.pid}", timeout=10)
-        self.stream.close()

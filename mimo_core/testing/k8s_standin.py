@@ -33,8 +33,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
+from mimo_core.testing.k8s_standin_exec import exit_status, pump_in, pump_out, send
 from mimo_core.testing.k8s_standin_objects import (
     deny_all_egress,
     docker_limits,
@@ -299,67 +300,23 @@ class StandIn:
             exec_id = (await self._docker(api.exec_create, cid, argv, stdin=stdin, stdout=True, stderr=True))["Id"]
             sock = await self._docker(api.exec_start, exec_id, socket=True)
         except Exception as e:  # the container is gone
-            await _send(ws, bytes([3]) + json.dumps(status_body(500, "InternalError", str(e))).encode())
+            await send(ws, bytes([3]) + json.dumps(status_body(500, "InternalError", str(e))).encode())
             await ws.close()
             return ws
         raw: socket.socket = getattr(sock, "_sock", sock)
         raw.setblocking(False)
-        out = asyncio.get_running_loop().create_task(_pump_out(raw, ws))
-        inp = asyncio.get_running_loop().create_task(_pump_in(raw, ws))
+        out = asyncio.get_running_loop().create_task(pump_out(raw, ws))
+        inp = asyncio.get_running_loop().create_task(pump_in(raw, ws))
         await asyncio.wait({out, inp}, return_when=asyncio.FIRST_COMPLETED)
         if out.done() and not ws.closed:
             code = (await self._docker(api.exec_inspect, exec_id)).get("ExitCode")
-            await _send(ws, bytes([3]) + json.dumps(_exit_status(code)).encode())
+            await send(ws, bytes([3]) + json.dumps(exit_status(code)).encode())
             await ws.close()
         inp.cancel()
         out.cancel()
         with contextlib.suppress(Exception):
             raw.close()
         return ws
-
-
-def _exit_status(code: int | None) -> dict[str, Any]:
-    if code == 0:
-        return {"metadata": {}, "status": "Success"}
-    return status_body(500, "NonZeroExitCode", f"command terminated with non-zero exit code: exit code {code}",
-                       causes=[{"reason": "ExitCode", "message": str(code if code is not None else 1)}])
-
-
-async def _send(ws: web.WebSocketResponse, data: bytes) -> None:
-    with contextlib.suppress(Exception):
-        await ws.send_bytes(data)
-
-
-async def _pump_out(raw: socket.socket, ws: web.WebSocketResponse) -> None:
-    """Docker's multiplexed exec stream (8-byte frame headers) to channel-prefixed WebSocket messages."""
-    loop, buf = asyncio.get_running_loop(), bytearray()
-    while True:
-        try:
-            chunk = await loop.sock_recv(raw, 65536)
-        except OSError:
-            return
-        if not chunk:
-            return
-        buf += chunk
-        while len(buf) >= 8 and len(buf) >= 8 + (size := int.from_bytes(buf[4:8], "big")):
-            kind, payload = buf[0], bytes(buf[8:8 + size])
-            del buf[:8 + size]
-            await _send(ws, bytes([kind if kind in (1, 2) else 1]) + payload)
-
-
-async def _pump_in(raw: socket.socket, ws: web.WebSocketResponse) -> None:
-    """Channel 0 to the exec's stdin; v5's close of channel 0 half-closes it (the command sees EOF)."""
-    loop = asyncio.get_running_loop()
-    async for msg in ws:
-        if msg.type not in (WSMsgType.BINARY, WSMsgType.TEXT):
-            continue
-        data = msg.data if isinstance(msg.data, bytes) else msg.data.encode()
-        with contextlib.suppress(OSError):
-            if data[:1] == b"\x00":
-                await loop.sock_sendall(raw, data[1:])
-            elif data[:2] == b"\xff\x00":
-                raw.shutdown(socket.SHUT_WR)
-    # The client closed the stream: the handler stops relaying (the command's processes are not signalled).
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:

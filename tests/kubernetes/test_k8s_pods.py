@@ -100,6 +100,24 @@ def test_exec_and_files_work_over_the_v4_protocol(make_k8s_env, tmp_path: Path) 
         old.stop()
 
 
+def test_an_api_server_that_is_not_there_is_an_environment_error(make_k8s_env, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "gone",
+        "clusters": [{"name": "gone", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "gone", "user": {"token": "t"}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "gone"}}]}))
+    env = make_k8s_env(backend_kwargs={"kubeconfig": str(kubeconfig)}, start=False)
+    with pytest.raises(SandboxError, match=rf"cannot reach the Kubernetes API server at http://127.0.0.1:{port}"):
+        env.start()
+    env.stop()
+
+
 @pytest.mark.parametrize(("kwargs", "problem"), [
     ({"namespace": "Bad_NS"}, "namespace"),
     ({"image_pull_secrets": ["has space"]}, "image_pull_secrets"),
