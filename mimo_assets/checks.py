@@ -51,12 +51,13 @@ def rewards_in_range(output_store: OutputStore) -> AssetCheckResult:
     })
 
 
-def missing_partitions(run_dirs: list[str], materialized: set[str]) -> list[str]:
-    """Partitions some run finished (a non-infra record in its results.jsonl) with no graded materialization."""
+def missing_partitions(run_dirs: dict[str, str], materialized: set[str]) -> list[str]:
+    """Partitions some run (folder → its dataset) finished (a non-infra record in its results.jsonl) with
+    no graded materialization."""
     missing = set()
-    for run_dir in run_dirs:
+    for run_dir, dataset in run_dirs.items():
         for rec in ResultsStore(run_dir).finished().values():
-            key = str(partition_key(rec.instance_id, rec.config_name))
+            key = str(partition_key(dataset, rec.instance_id, rec.config_name))
             if key not in materialized:
                 missing.add(key)
     return sorted(missing)
@@ -66,7 +67,8 @@ def missing_partitions(run_dirs: list[str], materialized: set[str]) -> list[str]
 def no_missing_partitions(context: AssetCheckExecutionContext, output_store: OutputStore) -> AssetCheckResult:
     df = _table(output_store)
     materialized = set(context.instance.get_materialized_partitions(GRADED_RESULTS))
-    missing = missing_partitions(df["run_dir"].unique().to_list(), materialized)
+    runs = dict(df.select("run_dir", "dataset").unique("run_dir").iter_rows())
+    missing = missing_partitions(runs, materialized)
     return AssetCheckResult(passed=not missing, metadata={
         "runs": df["run_dir"].n_unique(), "missing": len(missing),
         "examples": MetadataValue.md("\n".join(f"- `{m}`" for m in missing[:MAX_LISTED]) or "-"),

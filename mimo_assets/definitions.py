@@ -30,7 +30,9 @@ defs = Definitions(
     schedules=[nightly_eval],
     sensors=[new_config_files, analytics_after_new_results],
     resources={
-        "output_store": OutputStore(), "model_endpoint": ModelEndpoint(), "sandbox_backend": SandboxBackend(),
+        # Endpoint, key and sandbox settings as Dagster EnvVars: the UI names the variables, never their values.
+        "output_store": OutputStore(), "model_endpoint": ModelEndpoint.from_env(),
+        "sandbox_backend": SandboxBackend.from_env(),
         "batch_runner": BatchRunner(),  # thread pool or Ray cluster (docs/ray.md)
         # Set only in the process that records a CLI run (cli_recording.record.execute_feed).
         "cli_feed": ResourceDefinition.none_resource(description="a CLI run's finished records, when recording one"),

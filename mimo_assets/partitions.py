@@ -2,15 +2,22 @@
 
 Both are dynamic so a new dataset or a new config file adds partitions without a code change. Dagster
 allows two dimensions, so the rollout index (`--num-rollouts K`) lives inside a partition and the date of
-a nightly run goes in tags. Dagster orders dimensions by name, so a key reads `config|instance`.
+a nightly run goes in tags. Dagster orders dimensions by name, so a key reads `config|dataset/instance`:
+an instance key names its dataset, so two datasets with an instance of the same id never share a
+partition. Instances are registered when a run plans them (not when a dataset is read), so the UI's
+"missing" means planned and not finished.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dagster import DynamicPartitionsDefinition, MultiPartitionKey, MultiPartitionsDefinition
+
+from mimo_core.rollout import safe_name
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
@@ -34,17 +41,39 @@ def check_key(key: str, what: str) -> str:
     return key
 
 
-def partition_key(instance_id: str, config_name: str) -> MultiPartitionKey:
-    return MultiPartitionKey({INSTANCE_DIM: instance_id, CONFIG_DIM: config_name})
+def dataset_name(source: str, split: str | None = None) -> str:
+    """A dataset's name in partition keys: file (or hub) name, a short hash of where it is, and the split,
+    e.g. `test-3f9a2c`: two files called test.jsonl in different folders are two datasets. Never holds
+    a `/`, so `dataset/instance` splits at the first one."""
+    local = Path(source).expanduser()
+    where = str(local.resolve()) if local.exists() else source
+    stem = Path(source.rstrip("/")).name.removesuffix(".jsonl").removesuffix(".parquet")
+    name = f"{safe_name(stem)}-{hashlib.sha1(where.encode()).hexdigest()[:6]}"
+    return f"{name}-{safe_name(split)}" if split else name
 
 
-def split_key(key: str | MultiPartitionKey) -> tuple[str, str]:
-    """(instance_id, config_name) from a `config|instance` string or a MultiPartitionKey."""
+def instance_key(dataset: str, instance_id: str) -> str:
+    return check_key(f"{dataset}/{instance_id}", "instance")
+
+
+def partition_key(dataset: str, instance_id: str, config_name: str) -> MultiPartitionKey:
+    return MultiPartitionKey({INSTANCE_DIM: instance_key(dataset, instance_id), CONFIG_DIM: config_name})
+
+
+def split_key(key: str | MultiPartitionKey) -> tuple[str, str, str]:
+    """(dataset, instance_id, config_name) from a `config|dataset/instance` string or a MultiPartitionKey."""
     if isinstance(key, MultiPartitionKey):
         dims = key.keys_by_dimension
-        return dims[INSTANCE_DIM], dims[CONFIG_DIM]
-    config_name, _, instance_id = key.partition("|")
-    return instance_id, config_name
+        instance, config_name = dims[INSTANCE_DIM], dims[CONFIG_DIM]
+    else:
+        config_name, _, instance = key.partition("|")
+    dataset, _, instance_id = instance.partition("/")
+    return dataset, instance_id, config_name
+
+
+def register_instances(instance: DagsterInstance, dataset: str, instance_ids: Iterable[str]) -> list[str]:
+    """The instances a run planned, as `dataset/instance` partitions."""
+    return register(instance, INSTANCE_DIM, [instance_key(dataset, i) for i in instance_ids])
 
 
 def register(instance: DagsterInstance, dim: str, keys: Iterable[str]) -> list[str]:

@@ -1,32 +1,33 @@
-"""The model endpoint a Dagster run talks to, from environment variables at run time.
+"""The model endpoint a Dagster run talks to: Dagster `EnvVar`s, read when a run starts.
 
-Only the *names* of the variables are resource config (and so land in run configs on disk); the values,
-the API key above all, are read from the environment when a run starts and live in memory only.
+`from_env()` gives each field an `EnvVar` for the variables set where the code location loads, so the
+UI's resource page names the variables and no value (the API key above all) is ever stored in a run
+config or the event log. Unset fields leave each config's own model block as it is.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Self
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, EnvVar
+
+VARIABLES = {"model_name": "MIMOAGENT_MODEL_NAME", "base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"}
 
 
 class ModelEndpoint(ConfigurableResource):
-    model_name_env: str = "MIMOAGENT_MODEL_NAME"
-    base_url_env: str = "OPENAI_BASE_URL"
-    api_key_env: str = "OPENAI_API_KEY"
+    model_name: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+
+    @classmethod
+    def from_env(cls) -> Self:
+        return cls(**{field: EnvVar(name) for field, name in VARIABLES.items() if os.environ.get(name)})
 
     def overrides(self) -> dict[str, Any]:
-        """A config patch for the variables that are set; unset ones leave each config's own values."""
-        model: dict[str, Any] = {}
-        kwargs: dict[str, Any] = {}
-        if os.environ.get(self.model_name_env):
-            model["model_name"] = os.environ[self.model_name_env]
-        if os.environ.get(self.base_url_env):
-            kwargs["base_url"] = os.environ[self.base_url_env]
-        if os.environ.get(self.api_key_env):
-            kwargs["api_key"] = os.environ[self.api_key_env]
+        """A config patch for the fields that are set."""
+        model: dict[str, Any] = {"model_name": self.model_name} if self.model_name else {}
+        kwargs = {k: v for k, v in (("base_url", self.base_url), ("api_key", self.api_key)) if v}
         if kwargs:
             model["model_kwargs"] = kwargs
         return {"model": model} if model else {}

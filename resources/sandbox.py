@@ -1,21 +1,25 @@
-"""The sandbox backend Dagster runs use, so one deployment can move every config to docker or k8s."""
+"""The sandbox backend Dagster runs use, so one deployment can move every config to docker or k8s.
+Fields are Dagster `EnvVar`s (`from_env()`), read when a run starts, like the model endpoint's."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Self
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, EnvVar
+
+VARIABLES = {"environment_class": "MIMOAGENT_ENVIRONMENT_CLASS", "image_prefix": "MIMOAGENT_IMAGE_PREFIX"}
 
 
 class SandboxBackend(ConfigurableResource):
-    environment_class_env: str = "MIMOAGENT_ENVIRONMENT_CLASS"  # local | docker | kubernetes
-    image_prefix_env: str = "MIMOAGENT_IMAGE_PREFIX"
+    environment_class: str | None = None  # local | docker | kubernetes
+    image_prefix: str | None = None
+
+    @classmethod
+    def from_env(cls) -> Self:
+        return cls(**{field: EnvVar(name) for field, name in VARIABLES.items() if os.environ.get(name)})
 
     def overrides(self) -> dict[str, Any]:
-        env: dict[str, Any] = {}
-        if os.environ.get(self.environment_class_env):
-            env["environment_class"] = os.environ[self.environment_class_env]
-        if os.environ.get(self.image_prefix_env):
-            env["image_prefix"] = os.environ[self.image_prefix_env]
+        env = {k: v for k, v in (("environment_class", self.environment_class), ("image_prefix", self.image_prefix))
+               if v}
         return {"environment": env} if env else {}

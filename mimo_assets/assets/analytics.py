@@ -23,7 +23,7 @@ from mimo_assets.asset_keys import (
 from mimo_assets.assets.results import NIGHTS_DIR, RESULTS_PARQUET
 from mimo_assets.helpers import ab, stats
 from mimo_assets.helpers.events import CODE_VERSION
-from mimo_assets.helpers.plots import pass_rate_png, trend_png, write_png
+from mimo_assets.helpers.plots import pass_rate_png, trend_inline_md, trend_png, write_png
 from mimo_assets.helpers.table import SCHEMA
 from resources import OutputStore
 
@@ -79,8 +79,9 @@ def exit_statuses(output_store: OutputStore) -> MaterializeResult:
 @asset(
     code_version=CODE_VERSION, key=PASS_RATE_TREND, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def pass_rate_trend(output_store: OutputStore) -> MaterializeResult:
-    """Pass rate per config per night (every night's table), as a table and a plot. The latest night's
-    rate of each config is also numeric metadata, which the asset's Plots tab charts across refreshes."""
+    """Pass rate per config per night (every night's table), as a table and a plot: `trend` is shown on
+    the asset's page as it is (a small SVG of the latest nights), `plot` is the full PNG. The latest
+    night's rate of each config is also numeric metadata, which the Plots tab charts across refreshes."""
     folder = output_store.tables_dir() / NIGHTS_DIR
     files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
     frames = [pl.read_parquet(f) for f in files]
@@ -90,5 +91,6 @@ def pass_rate_trend(output_store: OutputStore) -> MaterializeResult:
     md = write_png(trend_png(trend), png) if trend.height else "_no graded rollouts yet_"
     latest = trend.filter(pl.col("night") == trend["night"].max()) if trend.height else trend
     numbers = {f"pass_rate/{r['config_name']}": float(r["pass_rate"]) for r in latest.iter_rows(named=True)}
-    return _publish(output_store, "pass_rate_trend", trend, plot=MetadataValue.md(md),
+    inline = trend_inline_md(trend) if trend.height else "_no graded rollouts yet_"
+    return _publish(output_store, "pass_rate_trend", trend, trend=MetadataValue.md(inline), plot=MetadataValue.md(md),
                     plot_path=MetadataValue.path(str(png)), nights=trend["night"].n_unique(), **numbers)

@@ -11,6 +11,7 @@ from pydantic import Field
 from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL, DATASET_ROWS, INPUTS_GROUP
 from mimo_assets.helpers.events import run_tags
 from mimo_assets.helpers.inputs import config_events, dataset_events, registered_configs, yaml_files
+from mimo_assets.partitions import dataset_name, register_instances
 from resources import OutputStore
 
 
@@ -24,7 +25,9 @@ class DatasetConfig(Config):
         AssetSpec(DATASET_ROWS, group_name=INPUTS_GROUP, skippable=True, kinds={"python"},
                   description="The benchmark's rows as published (a file, a Harbor folder or a HF dataset)."),
         AssetSpec(CONVERTED_JSONL, deps=[DATASET_ROWS], group_name=INPUTS_GROUP, skippable=True, kinds={"json"},
-                  description="Validated mimoagent JSONL; loading it registers one `instance` partition per row."),
+                  description="Validated mimoagent JSONL. Loading it here registers one `dataset/instance` "
+                              "partition per row (to backfill from the UI); CLI and evaluate runs register "
+                              "only the rows they select."),
     ],
     name="load_dataset",
 )
@@ -40,6 +43,7 @@ def load_dataset(
     context.log.info(f"{len(tasks)} rows from {source}")
     yield from dataset_events(context.instance, tasks, source, config.split, output_store.datasets_dir(),
                               run_tags(), force=True)
+    register_instances(context.instance, dataset_name(source, config.split), [t.instance_id for t in tasks])
 
 
 class ConfigFilesConfig(Config):

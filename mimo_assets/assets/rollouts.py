@@ -30,9 +30,9 @@ from mimo_assets.asset_keys import (
     ROLLOUTS_GROUP,
 )
 from mimo_assets.helpers.batching import emit_all
-from mimo_assets.helpers.engine import materializations, run_in_thread
+from mimo_assets.helpers.engine import Event, materializations, run_in_thread
 from mimo_assets.helpers.events import CODE_VERSION, run_tags
-from mimo_assets.helpers.inputs import latest, load_converted, registered_configs, upstream
+from mimo_assets.helpers.inputs import converted_files, load_converted, registered_configs, upstream
 from mimo_assets.partitions import partition_key, rollout_partitions, split_key
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import Task
@@ -45,23 +45,16 @@ class RolloutsConfig(Config):
     workers: int = 4
 
 
-def _tasks(instance_ids: set[str], store: OutputStore, latest_path: str | None) -> dict[str, Task]:
-    """Rows for the selected instances: the latest converted JSONL first, then older ones."""
-    files = [Path(latest_path)] if latest_path else []
-    files += sorted(store.datasets_dir().glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)
-    found: dict[str, Task] = {}
-    for path in dict.fromkeys(files):
-        if instance_ids <= found.keys():
-            break
-        if path.exists():
-            for task in load_converted(path):
-                if task.instance_id in instance_ids and task.instance_id not in found:
-                    found[task.instance_id] = task
+def _tasks(dataset: str, instance_ids: set[str], store: OutputStore) -> tuple[Path, dict[str, Task]]:
+    """The dataset's latest converted JSONL and its rows for the selected instances."""
+    files = converted_files(store.datasets_dir(), dataset)
+    if not files:
+        raise ValueError(f"no converted dataset {dataset!r}: materialize converted_jsonl for it first")
+    found = {t.instance_id: t for t in load_converted(files[0]) if t.instance_id in instance_ids}
     missing = instance_ids - found.keys()
     if missing:
-        raise ValueError(f"no converted dataset row for instance(s) {sorted(missing)[:10]}: materialize "
-                         "converted_jsonl for their dataset first")
-    return found
+        raise ValueError(f"dataset {dataset!r} ({files[0]}) has no row for instance(s) {sorted(missing)[:10]}")
+    return files[0], found
 
 
 def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoint,
@@ -76,13 +69,15 @@ def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoi
     return {n: load_config(paths[n], overrides) for n in names}
 
 
-def _regrade_sources(context: AssetExecutionContext, keys: list[tuple[str, str]]) -> dict[Path, list[tuple[str, str]]]:
+def _regrade_sources(
+    context: AssetExecutionContext, dataset: str, keys: list[tuple[str, str]],
+) -> dict[Path, list[tuple[str, str]]]:
     """Where each partition's latest rollouts were saved (the run folder its materialization names)."""
     sources: dict[Path, list[tuple[str, str]]] = {}
     for instance_id, config_name in keys:
+        pk = str(partition_key(dataset, instance_id, config_name))
         result = context.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=ROLLOUTS, asset_partitions=[str(partition_key(instance_id, config_name))]),
-            limit=1,
+            AssetRecordsFilter(asset_key=ROLLOUTS, asset_partitions=[pk]), limit=1,
         )
         if not result.records or result.records[0].asset_materialization is None:
             raise ValueError(f"{instance_id} [{config_name}]: no rollouts materialization to regrade")
@@ -113,27 +108,37 @@ def rollouts(
     context: AssetExecutionContext, config: RolloutsConfig, output_store: OutputStore,
     model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, batch_runner: BatchRunner,
 ) -> Iterator[AssetMaterialization]:
-    keys = [split_key(k) for k in context.partition_keys]
+    by_dataset: dict[str, list[tuple[str, str]]] = {}
+    for dataset, instance_id, config_name in map(split_key, context.partition_keys):
+        by_dataset.setdefault(dataset, []).append((instance_id, config_name))
     graded_only = set(context.selected_asset_keys) == {GRADED_RESULTS}
-    _, _, meta = latest(context.instance, CONVERTED_JSONL)
-    tasks = _tasks({i for i, _ in keys}, output_store, meta.get("path"))
-    configs = _configs({c for _, c in keys}, context, model_endpoint, sandbox_backend)
-    output = output_store.run_dir(context.run.run_id)
-    request = RunRequest(dataset=str(meta.get("path") or ""), selection=Selection(partitions=keys),
-                         configs=[c.path for c in configs.values()], num_rollouts=config.num_rollouts,
-                         output_dir=output, run_id=context.run.run_id)
-    rows, named = list(tasks.values()), list(configs.values())
-    if graded_only:  # regrade the saved submissions, grouped by the run folder that holds them
-        jobs = [job for source, pairs in _regrade_sources(context, keys).items()
-                for job in plan_run(request.model_copy(update={"recalc": str(source),
-                                                              "selection": Selection(partitions=pairs)}),
-                                    rows, named).jobs]
-    else:
-        jobs = plan_run(request, rows, named).jobs
-    context.log.info(f"{len(jobs)} rollouts over {len(keys)} partitions, {config.workers} at a time -> {output}")
-    records = run_in_thread(jobs, config.workers, batch_runner.ray_options())
-    yield from emit_all(context, materializations(
-        context.instance, records, [j.key for j in jobs], output,
-        upstream(context.instance), run_tags(), graded_only=graded_only, log=context.log,
-        always_judge=JUDGE_SCORES in context.selected_asset_keys,
-    ))
+    configs = _configs({c for pairs in by_dataset.values() for _, c in pairs}, context, model_endpoint,
+                       sandbox_backend)
+    run_dir = output_store.run_dir(context.run.run_id)
+    inputs = upstream(context.instance)
+
+    def events() -> Iterator[list[Event]]:
+        for dataset, pairs in sorted(by_dataset.items()):  # one folder per dataset: ids may repeat across them
+            output = run_dir if len(by_dataset) == 1 else run_dir / dataset
+            path, tasks = _tasks(dataset, {i for i, _ in pairs}, output_store)
+            request = RunRequest(dataset=str(path), selection=Selection(partitions=pairs),
+                                 configs=[c.path for c in configs.values()], num_rollouts=config.num_rollouts,
+                                 output_dir=output, run_id=context.run.run_id)
+            rows, named = list(tasks.values()), list(configs.values())
+            if graded_only:  # regrade the saved submissions, grouped by the run folder that holds them
+                jobs = [job for source, part in _regrade_sources(context, dataset, pairs).items()
+                        for job in plan_run(request.model_copy(update={"recalc": str(source),
+                                                                      "selection": Selection(partitions=part)}),
+                                            rows, named).jobs]
+            else:
+                jobs = plan_run(request, rows, named).jobs
+            context.log.info(f"{dataset}: {len(jobs)} rollouts over {len(pairs)} partitions, "
+                             f"{config.workers} at a time -> {output}")
+            yield from materializations(
+                context.instance, dataset, run_in_thread(jobs, config.workers, batch_runner.ray_options()),
+                [j.key for j in jobs], output,
+                inputs, run_tags(), graded_only=graded_only, log=context.log,
+                always_judge=JUDGE_SCORES in context.selected_asset_keys,
+            )
+
+    yield from emit_all(context, events())

@@ -14,6 +14,7 @@ from mimo_assets.cli_recording.feed import Feed
 from mimo_assets.helpers.engine import Event, materializations
 from mimo_assets.helpers.events import run_tags
 from mimo_assets.helpers.inputs import config_events, dataset_events, upstream
+from mimo_assets.partitions import dataset_name, register_instances
 
 
 def record_cli_run(
@@ -30,12 +31,11 @@ def record_cli_run(
         yield from dataset_events(instance, tasks, req.dataset, req.split, datasets_dir, tags)
     except Exception as e:  # the rollouts are the record that matters; say why the dataset is absent
         log.warning(f"dataset {req.dataset!r} not recorded: {type(e).__name__}: {e}")
-        from mimo_assets.partitions import INSTANCE_DIM, register
-
-        register(instance, INSTANCE_DIM, header.instance_ids)
+    dataset = dataset_name(req.dataset, req.split)
+    register_instances(instance, dataset, header.instance_ids)  # the selected rows: "missing" until done
     yield from config_events(instance, req.configs, tags)
     yield from materializations(
-        instance, feed, header.planned, req.output_dir, upstream(instance), tags,
+        instance, dataset, feed, header.planned, req.output_dir, upstream(instance), tags,
         graded_only=req.recalc is not None, log=log,
     )
     if not feed.complete:

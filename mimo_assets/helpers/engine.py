@@ -51,10 +51,12 @@ def run_in_thread(jobs: list[RolloutJob], workers: int, ray: Any = None) -> Iter
         raise failure[0]
 
 
-def _regraded_input(instance: DagsterInstance, instance_id: str, config_name: str) -> tuple[AssetKey, int | None, str]:
+def _regraded_input(
+    instance: DagsterInstance, dataset: str, instance_id: str, config_name: str,
+) -> tuple[AssetKey, int | None, str]:
     """For a regrade: the event it regrades (the judge scores, or the rollouts when no judge ran), so
     lineage points at the rollout that stays as it was."""
-    pk = str(partition_key(instance_id, config_name))
+    pk = str(partition_key(dataset, instance_id, config_name))
     for key in (JUDGE_SCORES, ROLLOUTS):
         result = instance.fetch_materializations(AssetRecordsFilter(asset_key=key, asset_partitions=[pk]), limit=1)
         if result.records:
@@ -68,11 +70,12 @@ Event = AssetMaterialization | AssetMaterializationFailure
 
 
 def materializations(
-    instance: DagsterInstance, records: Iterable[ResultRecord], planned: list[tuple[str, str, int]],
+    instance: DagsterInstance, dataset: str, records: Iterable[ResultRecord], planned: list[tuple[str, str, int]],
     output_dir: Path, upstream: Upstream, tags: dict[str, str], graded_only: bool = False,
     log: Any = None, always_judge: bool = False,
 ) -> Iterator[list[Event]]:
-    """Group records by partition; once a partition's K rollouts are in, build its events. Yields one
+    """Group records by partition (of `dataset`, by its name in partition keys); once a partition's K
+    rollouts are in, build its events. Yields one
     list per batch of records that arrived together (logged as one storage batch by the step).
 
     A partition with an infrastructure error is not finished: it gets failure events (the UI shows it
@@ -86,10 +89,11 @@ def materializations(
                     if r.infra_error:
                         log.warning(f"{r.instance_id} [{r.config_name}#{r.rollout_index}]: {r.exit_status} "
                                     f"(infrastructure error, partition failed): {r.error}")
-            return list(partition_failures(group, tags, graded_only=graded_only))
-        regraded = _regraded_input(instance, group[0].instance_id, group[0].config_name) if graded_only else None
-        return list(partition_events(group, output_dir, upstream, tags, graded_only=graded_only, regraded=regraded,
-                                     always_judge=always_judge))
+            return list(partition_failures(dataset, group, tags, graded_only=graded_only))
+        first = group[0]
+        regraded = _regraded_input(instance, dataset, first.instance_id, first.config_name) if graded_only else None
+        return list(partition_events(dataset, group, output_dir, upstream, tags, graded_only=graded_only,
+                                     regraded=regraded, always_judge=always_judge))
 
     for batch in batches(records):
         events: list[Event] = []

@@ -78,7 +78,7 @@ def _rollout_table(records: Sequence[ResultRecord], run_dir: Path) -> str:
 
 
 def partition_events(
-    records: Sequence[ResultRecord], run_dir: Path, upstream: Upstream, tags: dict[str, str],
+    dataset: str, records: Sequence[ResultRecord], run_dir: Path, upstream: Upstream, tags: dict[str, str],
     graded_only: bool = False, regraded: tuple[AssetKey, int | None, str] | None = None,
     always_judge: bool = False,
 ) -> list[AssetMaterialization]:
@@ -86,7 +86,7 @@ def partition_events(
     judge_scores only when a judge ran, unless `always_judge` (a backfill that selected it expects it)."""
     records = sorted(records, key=lambda r: r.rollout_index)
     first = records[0]
-    pk = partition_key(first.instance_id, first.config_name)
+    pk = partition_key(dataset, first.instance_id, first.config_name)
     run_dir = run_dir.resolve()
     trajs = [run_dir / r.output_dir / "traj.json" for r in records]
     rewards = [r.reward for r in records if r.reward is not None]
@@ -148,12 +148,12 @@ def partition_events(
 
 
 def partition_failures(
-    records: Sequence[ResultRecord], tags: dict[str, str], graded_only: bool = False,
+    dataset: str, records: Sequence[ResultRecord], tags: dict[str, str], graded_only: bool = False,
 ) -> list[AssetMaterializationFailure]:
     """A partition whose rollouts hit an infrastructure error: failed (not missing, not a 0 score)."""
     bad = [r for r in records if r.infra_error]
     first = bad[0]
-    pk = str(partition_key(first.instance_id, first.config_name))
+    pk = str(partition_key(dataset, first.instance_id, first.config_name))
     why = "; ".join(f"#{r.rollout_index} {r.exit_status}: {(r.error or '')[:200]}" for r in bad)
     keys = [GRADED_RESULTS] if graded_only else [ROLLOUTS, GRADED_RESULTS]
     return [AssetMaterializationFailure(

@@ -1,14 +1,15 @@
 """The inputs every rollout depends on: the converted dataset and the registered config files.
 
 Both are unpartitioned assets whose materialization is skipped when nothing changed (same data
-version), so re-running a CLI command does not materialize them again. Registering them also adds the
-dynamic partitions: every instance of a loaded dataset, every config's name.
+version), so re-running a CLI command does not materialize them again. Registering configs adds their
+`config` partitions; `instance` partitions are added by whoever plans rollouts (`register_instances`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,9 @@ from dagster import AssetKey, AssetMaterialization, DagsterInstance, MetadataVal
 
 from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL, DATASET_ROWS
 from mimo_assets.helpers.events import _DATA_VERSION, Upstream
-from mimo_assets.partitions import CONFIG_DIM, INSTANCE_DIM, register
+from mimo_assets.partitions import CONFIG_DIM, dataset_name, register
 from mimo_core.datasets.base import Task
 from mimo_core.results import atomic_write_text
-from mimo_core.rollout import safe_name
 
 
 def latest(instance: DagsterInstance, key: AssetKey) -> tuple[int | None, str | None, dict[str, Any]]:
@@ -43,16 +43,22 @@ def upstream(instance: DagsterInstance) -> Upstream:
 
 
 def convert_dataset(tasks: list[Task], source: str, split: str | None, datasets_dir: Path) -> tuple[Path, str]:
-    """Write the validated rows as mimoagent JSONL; the file name carries the content hash."""
+    """Write the validated rows as mimoagent JSONL, named `<dataset name>-<content hash>.jsonl`."""
     text = "".join(t.model_dump_json() + "\n" for t in tasks)
     version = hashlib.sha256(text.encode()).hexdigest()[:16]
-    stem = safe_name(Path(source.rstrip("/")).name.removesuffix(".jsonl").removesuffix(".parquet"))
-    path = datasets_dir / f"{stem}{'-' + safe_name(split) if split else ''}-{version}.jsonl"
+    path = datasets_dir / f"{dataset_name(source, split)}-{version}.jsonl"
     if not path.exists():
         atomic_write_text(path, text)
         # Rows may name folders relative to the original file (repo_dir, ...): remember where it was.
         atomic_write_text(path.with_suffix(".source"), str(Path(source).resolve()) + "\n")
     return path, version
+
+
+def converted_files(datasets_dir: Path, dataset: str) -> list[Path]:
+    """Every converted JSONL of one dataset (by its name in partition keys), newest first."""
+    files = [p for p in datasets_dir.glob(f"{dataset}-*.jsonl")
+             if re.fullmatch(r"[0-9a-f]{16}", p.stem[len(dataset) + 1:])]
+    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
 def load_converted(path: Path) -> list[Task]:
@@ -72,23 +78,22 @@ def dataset_events(
     instance: DagsterInstance, tasks: list[Task], source: str, split: str | None, datasets_dir: Path,
     tags: dict[str, str] | None = None, force: bool = False,
 ) -> list[AssetMaterialization]:
-    """Register the dataset's instances; materialize its two assets only if the content changed."""
+    """Materialize the dataset's two assets only if the content changed."""
     path, version = convert_dataset(tasks, source, split, datasets_dir)
-    new = register(instance, INSTANCE_DIM, [t.instance_id for t in tasks])
     _, latest_version, _ = latest(instance, CONVERTED_JSONL)
     if latest_version == version and not force:
         return []
     types: dict[str, int] = {}
     for t in tasks:
         types[t.dataset_type] = types.get(t.dataset_type, 0) + 1
-    source_meta = {"source": source, "split": split or "", "rows": len(tasks)}
+    source_meta = {"source": source, "split": split or "", "rows": len(tasks), "dataset": dataset_name(source, split)}
     rows = AssetMaterialization(
         DATASET_ROWS, metadata={**source_meta, "dataset_types": types},
         tags={**(tags or {}), _DATA_VERSION: version},
     )
     converted = AssetMaterialization(
         CONVERTED_JSONL,
-        metadata={**source_meta, "path": MetadataValue.path(str(path)), "new_instances": len(new),
+        metadata={**source_meta, "path": MetadataValue.path(str(path)),
                   "preview": MetadataValue.md("\n".join(f"- `{t.instance_id}` ({t.dataset_type})"
                                                          for t in tasks[:10]))},
         tags={**(tags or {}), _DATA_VERSION: version,

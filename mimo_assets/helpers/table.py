@@ -21,7 +21,8 @@ from mimo_core.results import ResultRecord, ResultsStore
 PAGE = 10_000
 
 SCHEMA: dict[str, Any] = {
-    "instance_id": pl.String, "config_name": pl.String, "rollout_index": pl.Int64, "run_id": pl.String,
+    "dataset": pl.String, "instance_id": pl.String, "config_name": pl.String, "rollout_index": pl.Int64,
+    "run_id": pl.String,
     "dataset_type": pl.String, "agent_type": pl.String, "model_name": pl.String, "exit_status": pl.String,
     "infra_error": pl.Boolean, "error_class": pl.String, "reward": pl.Float64, "passed": pl.Boolean,
     "judge_score": pl.Float64, "recalc": pl.String, "steps": pl.Int64, "prompt_tokens": pl.Int64,
@@ -32,9 +33,11 @@ SCHEMA: dict[str, Any] = {
 NIGHT_TAG = "mimoagent/date"
 
 
-def row(record: ResultRecord, run_dir: Path, night: str | None = None) -> dict[str, Any]:
+def row(
+    record: ResultRecord, run_dir: Path, night: str | None = None, dataset: str | None = None,
+) -> dict[str, Any]:
     data = record.model_dump(exclude={"error", "output_dir"})
-    data["night"] = night
+    data["night"], data["dataset"] = night, dataset
     data["grading"] = json.dumps(record.grading, sort_keys=True, default=str)
     data["run_dir"] = str(run_dir)
     data["traj_path"] = str(run_dir / record.output_dir / "traj.json")
@@ -51,10 +54,10 @@ def frame_from_run_dirs(run_dirs: list[Path]) -> pl.DataFrame:
     return frame(rows)
 
 
-def graded_by_night(instance: DagsterInstance) -> dict[str, dict[tuple[str, str], Path]]:
-    """night → (instance, config) → the run folder of that night's latest graded materialization. The
+def graded_by_night(instance: DagsterInstance) -> dict[str, dict[tuple[str, str, str], Path]]:
+    """night → (dataset, instance, config) → the run folder of that night's latest graded materialization. The
     night is the `mimoagent/date` tag every door puts on its events (else the event's UTC date)."""
-    nights: dict[str, dict[tuple[str, str], Path]] = {}
+    nights: dict[str, dict[tuple[str, str, str], Path]] = {}
     cursor = None
     while True:
         result = instance.fetch_materializations(
@@ -71,14 +74,16 @@ def graded_by_night(instance: DagsterInstance) -> dict[str, dict[tuple[str, str]
         cursor = result.cursor
 
 
-def collect_night(night: str, latest: dict[tuple[str, str], Path]) -> pl.DataFrame:
-    """One night's table: for each partition graded that night, the records of its latest run."""
-    by_dir: dict[Path, set[tuple[str, str]]] = {}
-    for part, run_dir in latest.items():
-        by_dir.setdefault(run_dir, set()).add(part)
+def collect_night(night: str, latest: dict[tuple[str, str, str], Path]) -> pl.DataFrame:
+    """One night's table: for each partition graded that night, the records of its latest run (a run
+    folder holds one dataset, so (instance, config) names a partition within it)."""
+    by_dir: dict[Path, dict[tuple[str, str], str]] = {}
+    for (dataset, instance_id, config_name), run_dir in latest.items():
+        by_dir.setdefault(run_dir, {})[(instance_id, config_name)] = dataset
     rows = []
     for run_dir, parts in by_dir.items():
         for rec in ResultsStore(run_dir).load().values():
-            if (rec.instance_id, rec.config_name) in parts and not rec.infra_error:
-                rows.append(row(rec, run_dir, night))
+            dataset = parts.get((rec.instance_id, rec.config_name))
+            if dataset is not None and not rec.infra_error:
+                rows.append(row(rec, run_dir, night, dataset))
     return frame(rows).sort("config_name", "instance_id", "rollout_index")

@@ -13,12 +13,18 @@ from pathlib import Path
 import pytest
 
 from mimo_assets.helpers.home import POSTGRES_URL_ENV
+from mimo_assets.partitions import dataset_name, partition_key
 from mimo_core.testing.postgres import PostgresServer, postgres_server
 from mimo_core.testing.scripted_llm import Reply, Request, ScriptedLLM, call
 from tests.core.conftest import REPO, SECRET
 from tests.host_needs import unavailable
 
 EDIT = call("edit", path="greeting.txt", old_string="hello", new_string="goodbye")
+
+
+def pk(data: Path, instance_id: str, config: str) -> str:
+    """The partition key of an instance of the dataset file `data` under a config."""
+    return str(partition_key(dataset_name(str(data)), instance_id, config))
 
 
 def good_or_bad(req: Request) -> Reply:

@@ -11,8 +11,10 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 from mimo_assets.definitions import defs
+from mimo_assets.partitions import dataset_name
 from mimo_core.testing.tasks import write_named_config, write_tasks
 from mimo_core.viewer.urls import viewer_base_url
+from tests.dagster.conftest import pk
 
 ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")]
 
@@ -37,7 +39,7 @@ def _count(instance: DagsterInstance, key: str) -> int:
     return len(instance.fetch_materializations(AssetKey(key), limit=1000).records)
 
 
-def _register_inputs(tmp_path: Path, instance: DagsterInstance) -> None:
+def _register_inputs(tmp_path: Path, instance: DagsterInstance) -> Path:
     """4 instances, configs `good` (passes) and `bad` (fails), registered through their assets."""
     data = write_tasks(tmp_path, 4)
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
@@ -45,42 +47,44 @@ def _register_inputs(tmp_path: Path, instance: DagsterInstance) -> None:
          run_config={"ops": {"load_dataset": {"config": {"source": str(data)}}}})
     _run(instance, [AssetKey("config_files")],
          run_config={"ops": {"config_files": {"config": {"paths": [str(good), str(bad)]}}}})
+    return data
 
 
-def _backfill(instance: DagsterInstance) -> None:
+def _backfill(instance: DagsterInstance, data: Path) -> None:
     """What a single-run backfill launches (one run over a partition range, K=2 rollouts concurrent
     inside), then one more partition under the other config."""
-    _run(instance, ROLLOUT_KEYS, tags={"dagster/asset_partition_range_start": "good|greet-0",
-                                       "dagster/asset_partition_range_end": "good|greet-3"},
+    _run(instance, ROLLOUT_KEYS, tags={"dagster/asset_partition_range_start": pk(data, "greet-0", "good"),
+                                       "dagster/asset_partition_range_end": pk(data, "greet-3", "good")},
          run_config={"ops": {"rollouts": {"config": {"num_rollouts": 2, "workers": 4}}}})
-    _run(instance, ROLLOUT_KEYS, partition_key="bad|greet-1")
+    _run(instance, ROLLOUT_KEYS, partition_key=pk(data, "greet-1", "bad"))
 
 
 def test_loading_inputs_registers_instance_and_config_partitions(tmp_path: Path, instance) -> None:
-    _register_inputs(tmp_path, instance)
-    assert sorted(instance.get_dynamic_partitions("instance")) == [f"greet-{i}" for i in range(4)]
+    data = _register_inputs(tmp_path, instance)  # loaded in the UI: every row is planned
+    assert sorted(instance.get_dynamic_partitions("instance")) == [f"{dataset_name(str(data))}/greet-{i}"
+                                                                   for i in range(4)]
     assert sorted(instance.get_dynamic_partitions("config")) == ["bad", "good"]
 
 
 def test_a_partition_range_materializes_in_one_run_and_a_regrade_adds_graded_results_only(
     tmp_path: Path, instance,
 ) -> None:
-    _register_inputs(tmp_path, instance)
-    _backfill(instance)
+    data = _register_inputs(tmp_path, instance)
+    _backfill(instance, data)
     assert len(instance.get_runs()) == 4  # 2 input runs, 1 for the whole range, 1 for the single partition
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
-        "good|greet-0", "good|greet-1", "good|greet-2", "good|greet-3", "bad|greet-1"}
+        *(pk(data, f"greet-{i}", "good") for i in range(4)), pk(data, "greet-1", "bad")}
     mat = instance.fetch_materializations(AssetKey("rollouts"), limit=10).records[-1].asset_materialization
     assert mat.metadata["rollouts"].value == 2 and "rollout_table" in mat.metadata
     assert mat.metadata["rollout_table"].value.count(f"]({viewer_base_url()}/runs/") == 2  # a viewer link per k
 
-    _run(instance, [AssetKey("graded_results")], partition_key="bad|greet-1")  # regrade only
+    _run(instance, [AssetKey("graded_results")], partition_key=pk(data, "greet-1", "bad"))  # regrade only
     assert (_count(instance, "rollouts"), _count(instance, "graded_results")) == (5, 6)
 
 
 def test_analytics_and_checks_over_graded_partitions(tmp_path: Path, instance) -> None:
-    _register_inputs(tmp_path, instance)
-    _backfill(instance)
+    data = _register_inputs(tmp_path, instance)
+    _backfill(instance, data)
     result = _run(instance, [AssetKey(k) for k in ("results_table", "pass_rates", "pass_at_k", "ab_comparison",
                                                      "usage_by_config", "exit_statuses")])
     checks = {e.asset_check_key.name: e.passed for e in result.get_asset_check_evaluations()}
@@ -93,8 +97,8 @@ def test_analytics_and_checks_over_graded_partitions(tmp_path: Path, instance) -
 
 
 def test_a_trajectory_that_no_longer_validates_fails_its_check(tmp_path: Path, instance) -> None:
-    _register_inputs(tmp_path, instance)
-    _run(instance, ROLLOUT_KEYS, partition_key="good|greet-0")
+    data = _register_inputs(tmp_path, instance)
+    _run(instance, ROLLOUT_KEYS, partition_key=pk(data, "greet-0", "good"))
     result = _run(instance, [AssetKey("results_table")])
     assert {e.asset_check_key.name: e.passed for e in result.get_asset_check_evaluations()}["trajectories_validate"]
     import polars as pl
@@ -142,11 +146,12 @@ def test_infra_errors_fail_their_partitions_and_the_run_and_the_next_run_fills_t
     assert "infrastructure errors: 1 partition(s) failed" in str(first.failure_data_for_node("evaluate_op").error)
     assert len(instance.get_materialized_partitions(AssetKey("graded_results"))) == 1
     for key in ("rollouts", "graded_results"):  # what the UI's partition view shows
-        assert _partition_status(instance, key) == ({"good|greet-1"}, {"good|greet-0"})
+        assert _partition_status(instance, key) == ({pk(data, "greet-1", "good")}, {pk(data, "greet-0", "good")})
     assert job.execute_in_process(instance=instance, run_config=run).success
-    assert instance.get_materialized_partitions(AssetKey("graded_results")) == {"good|greet-0", "good|greet-1"}
+    both = {pk(data, "greet-0", "good"), pk(data, "greet-1", "good")}
+    assert instance.get_materialized_partitions(AssetKey("graded_results")) == both
     assert _count(instance, "graded_results") == 2
-    assert _partition_status(instance, "graded_results") == ({"good|greet-0", "good|greet-1"}, set())
+    assert _partition_status(instance, "graded_results") == (both, set())
 
 
 def _partition_status(instance: DagsterInstance, key: str) -> tuple[set[str], set[str]]:

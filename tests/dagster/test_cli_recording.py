@@ -9,11 +9,12 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 from mimo_assets.helpers.home import POSTGRES_URL_ENV
+from mimo_assets.partitions import dataset_name, split_key
 from mimo_core.testing.postgres import bin_dir
 from mimo_core.testing.tasks import write_named_config, write_tasks
 from mimo_core.viewer.urls import rollout_url
 from tests.core.conftest import SECRET
-from tests.dagster.conftest import run_cli
+from tests.dagster.conftest import pk, run_cli
 
 ROLLOUT_ASSETS = ("rollouts", "graded_results")  # no judge in these configs: no judge_scores events
 
@@ -36,12 +37,13 @@ def test_cli_runs_materialize_each_partition_once_with_lineage_and_resume(
     args = ["-c", str(good), "-c", str(bad), "--dataset", str(data), "-o", str(tmp_path / "out"), "--workers", "4"]
     run_cli(args, llm, dagster_env)
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
-    assert sorted(instance.get_dynamic_partitions("instance")) == [f"greet-{i}" for i in range(4)]
+    assert sorted(instance.get_dynamic_partitions("instance")) == [f"{dataset_name(str(data))}/greet-{i}"
+                                                                   for i in range(4)]
     assert sorted(instance.get_dynamic_partitions("config")) == ["bad", "good"]
     for key in ROLLOUT_ASSETS:
         parts = [m.partition for m in _materializations(instance, key)]
         assert len(parts) == len(set(parts)) == 4, (key, parts)
-        assert {p.split("|")[1] for p in parts} == {f"greet-{i}" for i in range(4)}
+        assert {split_key(p)[1] for p in parts} == {f"greet-{i}" for i in range(4)}
     [run] = instance.get_runs()
     assert run.tags["mimoagent/source"] == "cli" and run.tags["mimoagent/date"]
     _assert_lineage(instance)
@@ -130,7 +132,7 @@ def test_two_cli_runs_record_into_one_instance_at_once(tmp_path: Path, dagster_e
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     assert [r.status.value for r in instance.get_runs()] == ["SUCCESS", "SUCCESS"]
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
-        f"{c}|greet-{i}" for c in ("good", "bad") for i in range(6)}
+        pk(data, f"greet-{i}", c) for c in ("good", "bad") for i in range(6)}
 
 
 def test_paired_flag_runs_every_config_on_every_instance_and_random_ab_one_each(
@@ -142,7 +144,7 @@ def test_paired_flag_runs_every_config_on_every_instance_and_random_ab_one_each(
     run_cli([*base, "-o", str(tmp_path / "random")], llm, dagster_env)
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     random_parts = instance.get_materialized_partitions(AssetKey("graded_results"))
-    assert len(random_parts) == 4 and {p.split("|")[1] for p in random_parts} == {f"greet-{i}" for i in range(4)}
+    assert len(random_parts) == 4 and {split_key(p)[1] for p in random_parts} == {f"greet-{i}" for i in range(4)}
     run_cli([*base, "--paired", "-o", str(tmp_path / "paired")], llm, dagster_env)
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
-        f"{c}|greet-{i}" for c in ("good", "bad") for i in range(4)}
+        pk(data, f"greet-{i}", c) for c in ("good", "bad") for i in range(4)}

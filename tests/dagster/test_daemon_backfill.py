@@ -17,9 +17,9 @@ from dagster._core.utils import make_new_backfill_id
 
 from mimo_assets.definitions import defs
 from mimo_assets.helpers.home import POSTGRES_URL_ENV
-from mimo_assets.partitions import partition_key
 from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO
+from tests.dagster.conftest import pk
 
 ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")]
 
@@ -58,7 +58,7 @@ def test_ui_backfill_runs_through_the_daemon_one_run_per_config(
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     _register(instance, data, [good, bad])
-    keys = [str(partition_key(f"greet-{i}", c)) for i in range(3) for c in ("good", "bad")]
+    keys = [pk(data, f"greet-{i}", c) for i in range(3) for c in ("good", "bad")]
     backfill_id = _submit(instance, keys)
 
     with open(tmp_path / "daemon.log", "w") as log:

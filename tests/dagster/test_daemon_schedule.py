@@ -15,6 +15,7 @@ from dagster._core.scheduler.instigation import TickStatus
 
 from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO
+from tests.dagster.conftest import pk
 
 
 def _wait_for(what: str, check, timeout: float, log: Path):
@@ -57,7 +58,7 @@ def test_nightly_ticks_twice_one_run_paired_then_analytics_refresh_by_default(
         _wait_for("the nightly run", lambda: instance.get_run_by_id(runs[0].run_id).is_finished, 200, log)
         assert instance.get_run_by_id(runs[0].run_id).status == DagsterRunStatus.SUCCESS
         assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
-            f"{c}|greet-{i}" for c in ("good", "bad") for i in range(2)}  # paired: every config, every instance
+            pk(data, f"greet-{i}", c) for c in ("good", "bad") for i in range(2)}  # paired: every config × instance
 
         # The analytics sensor is on by default and refreshes in one process once nothing is running.
         analytics = _wait_for("an analytics refresh", lambda: [

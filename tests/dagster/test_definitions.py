@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from dagster import RunRequest, SkipReason, build_schedule_context
 
-from mimo_assets.partitions import check_key, partition_key, split_key
+from mimo_assets.partitions import check_key, dataset_name, partition_key, split_key
 from mimo_assets.schedules import nightly_eval, nightly_request
 from tests.core.conftest import REPO
 
@@ -52,9 +52,15 @@ def test_nightly_schedule_evaluates_from_the_environment(tmp_path: Path, monkeyp
         assert req.run_config["ops"]["evaluate_op"]["config"]["paired"] is False
 
 
-def test_partition_keys_round_trip_and_bad_ids_are_named() -> None:
-    key = partition_key("django__django-11099", "gpt5")
-    assert str(key) == "gpt5|django__django-11099" and split_key(str(key)) == ("django__django-11099", "gpt5")
+def test_partition_keys_name_their_dataset_round_trip_and_bad_ids_are_named(tmp_path: Path) -> None:
+    key = partition_key("verified-1a2b3c", "owner/repo#1", "gpt5")
+    assert str(key) == "gpt5|verified-1a2b3c/owner/repo#1"
+    assert split_key(str(key)) == split_key(key) == ("verified-1a2b3c", "owner/repo#1", "gpt5")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = dataset_name(str(tmp_path / "a" / "test.jsonl")), dataset_name(str(tmp_path / "b" / "test.jsonl"))
+    assert a.startswith("test-") and b.startswith("test-") and a != b  # same file name, two datasets
+    assert dataset_name("org/bench", "dev").startswith("bench-") and dataset_name("org/bench", "dev").endswith("-dev")
     with pytest.raises(ValueError, match=r"instance 'a\|b' cannot be a Dagster partition key"):
         check_key("a|b", "instance")
 
@@ -83,25 +89,25 @@ def test_backfill_of_many_partitions_becomes_one_run_per_config(tmp_path: Path) 
     from dagster._core.definitions.partitions.context import partition_loading_context
 
     from mimo_assets.definitions import defs
-    from mimo_assets.partitions import CONFIG_DIM, INSTANCE_DIM, register, rollout_partitions
+    from mimo_assets.partitions import CONFIG_DIM, register, register_instances, rollout_partitions
 
     assert defs.resolve_assets_def("rollouts").backfill_policy == BackfillPolicy.single_run()
     (tmp_path / "home").mkdir()
     with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
-        register(instance, INSTANCE_DIM, [f"i{n:04d}" for n in range(2000)])
+        register_instances(instance, "ds", [f"i{n:04d}" for n in range(2000)])
         register(instance, CONFIG_DIM, ["a", "b"])
-        keys = [str(partition_key(f"i{n:04d}", c)) for n in range(2000) for c in ("a", "b")]
+        keys = [str(partition_key("ds", f"i{n:04d}", c)) for n in range(2000) for c in ("a", "b")]
         with partition_loading_context(dynamic_partitions_store=instance):
             subset = rollout_partitions.empty_subset().with_partition_keys(keys)
             ranges = subset.get_partition_key_ranges(rollout_partitions)
-    assert sorted((r.start, r.end) for r in ranges) == [("a|i0000", "a|i1999"), ("b|i0000", "b|i1999")]
+    assert sorted((r.start, r.end) for r in ranges) == [("a|ds/i0000", "a|ds/i1999"), ("b|ds/i0000", "b|ds/i1999")]
 
 
 def test_analytics_sensor_fires_once_new_graded_results_land_and_nothing_runs(tmp_path: Path) -> None:
     from dagster import AssetMaterialization, DagsterInstance, build_sensor_context
     from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 
-    from mimo_assets.partitions import CONFIG_DIM, INSTANCE_DIM, register
+    from mimo_assets.partitions import CONFIG_DIM, register, register_instances
     from mimo_assets.sensors import analytics_after_new_results
 
     (tmp_path / "home").mkdir()
@@ -110,9 +116,9 @@ def test_analytics_sensor_fires_once_new_graded_results_land_and_nothing_runs(tm
             return analytics_after_new_results.evaluate_tick(build_sensor_context(instance=instance, cursor=cursor))
 
         assert tick().run_requests == []  # nothing graded yet
-        register(instance, INSTANCE_DIM, ["i1"])
+        register_instances(instance, "ds", ["i1"])
         register(instance, CONFIG_DIM, ["a"])
-        graded = AssetMaterialization("graded_results", partition=str(partition_key("i1", "a")))
+        graded = AssetMaterialization("graded_results", partition=str(partition_key("ds", "i1", "a")))
         instance.report_runless_asset_event(graded)
         first = tick()
         [req] = first.run_requests
@@ -135,3 +141,18 @@ def test_computed_assets_declare_a_code_version() -> None:
     from dagster import AssetKey
 
     assert {k: graph.get(AssetKey(k)).code_version for k in computed} == {k: "1" for k in computed}
+
+
+def test_endpoint_and_key_are_env_vars_read_when_a_run_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster import EnvVar
+
+    from resources import ModelEndpoint
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-at-load")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.delenv("MIMOAGENT_MODEL_NAME", raising=False)
+    endpoint = ModelEndpoint.from_env()
+    assert endpoint.api_key == EnvVar("OPENAI_API_KEY") and endpoint.model_name is None  # the name, not the key
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-at-run")
+    resolved = endpoint.process_config_and_initialize().overrides()
+    assert resolved == {"model": {"model_kwargs": {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-at-run"}}}

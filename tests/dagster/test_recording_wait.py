@@ -9,7 +9,7 @@ from dagster import AssetKey, DagsterInstance
 
 from mimo_assets.cli_recording.observer import LOG_FILE, WAIT_LINE
 from mimo_core.testing.tasks import write_named_config, write_tasks
-from tests.dagster.conftest import run_cli
+from tests.dagster.conftest import pk, run_cli
 
 
 def test_a_short_run_returns_without_waiting_for_dagster_and_is_recorded_in_the_background(
@@ -26,7 +26,8 @@ def test_a_short_run_returns_without_waiting_for_dagster_and_is_recorded_in_the_
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(instance.get_materialized_partitions(AssetKey("graded_results"))) < 2:
         time.sleep(0.2)
-    assert instance.get_materialized_partitions(AssetKey("graded_results")) == {"good|greet-0", "good|greet-1"}
+    assert instance.get_materialized_partitions(AssetKey("graded_results")) == {pk(data, "greet-0", "good"),
+                                                                                pk(data, "greet-1", "good")}
     while time.monotonic() < deadline and instance.get_runs()[0].status.value != "SUCCESS":
         time.sleep(0.2)
     assert [r.status.value for r in instance.get_runs()] == ["SUCCESS"]

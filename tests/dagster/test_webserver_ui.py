@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -76,30 +77,41 @@ def _stop_group(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def test_asset_graph_shows_partitioned_assets_and_materialization_status(
+def _evaluate(instance: DagsterInstance, data: Path, config: Path, **extra) -> bool:
+    run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": [str(config)], "workers": 1, **extra}}}}
+    return defs.resolve_job_def("evaluate").execute_in_process(instance=instance, run_config=run,
+                                                               raise_on_error=False).success
+
+
+def test_ui_partitions_are_planned_failed_or_done_per_dataset_and_the_trend_plot_shows(
     tmp_path: Path, dagster_env, llm, monkeypatch: pytest.MonkeyPatch, webserver: str,
 ) -> None:
+    """One webserver, what a team reads in it: 2 of a 4-row dataset planned (one hit an infrastructure
+    error), then a second dataset whose only instance has the same id; then the analytics refresh."""
     monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
-    data = write_tasks(tmp_path, 4)
-    good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
+    first, second = write_tasks(tmp_path / "a", 4), write_tasks(tmp_path / "b", 1)  # both have greet-0
+    good = write_named_config(tmp_path, "good")
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
-    config = {"dataset": str(data), "configs": [str(good)], "workers": 4, "slice": "0:2"}
-    assert defs.resolve_job_def("evaluate").execute_in_process(
-        instance=instance, run_config={"ops": {"evaluate_op": {"config": config}}}).success
-    from mimo_assets.helpers.inputs import config_events
-
-    config_events(instance, [str(bad)])  # registers a second config: 4 instances × 2 configs = 8 partitions
+    llm.inject(503, times=3)  # greet-0 of the first dataset exhausts its retries: model_error, an infra error
+    assert not _evaluate(instance, first, good, slice="0:2")  # red: one of its partitions failed
+    assert _evaluate(instance, second, good)
+    assert defs.resolve_job_def("refresh_analytics").execute_in_process(instance=instance).success
 
     graph = f"{webserver}/locations/mimoagent/asset-groups/rollouts"
     text = chromium.visible_text(chromium.dump_dom(graph))
     for name in ("rollouts", "judge_scores", "graded_results", "converted_jsonl", "config_files"):
         assert name in text, text[:2000]
-    assert text.count("8 partitions") == 3 and "25% filled" in text, text[:2000]
-
+    assert text.count("3 partitions") == 3, text[:2000]  # planned: 2 + 1, not 4 rows + 1 row
     page = chromium.visible_text(chromium.dump_dom(f"{webserver}/assets/graded_results?view=partitions"))
-    assert "Materialized (2)" in page and "Missing (6)" in page, page[:2000]
+    assert "Materialized (2)" in page and "Failed (1)" in page and "Missing (0)" in page, page[:2000]
+    runs = chromium.visible_text(chromium.dump_dom(f"{webserver}/runs"))
+    assert runs.count("Failure") == 1 and runs.count("Success") >= 2, runs[:2000]  # evaluate ×2, analytics
 
-    shot = chromium.screenshot(graph, ARTIFACTS / "dagster_asset_graph.png")
-    assert shot.stat().st_size > 20_000
-    print(f"screenshot: {shot}")
+    trend = chromium.dump_dom(f"{webserver}/assets/pass_rate_trend")  # the overview, no click
+    assert re.search(r'<img src="data:image/svg\+xml,[^"]+" alt="pass rate per night"', trend), trend[-5000:]
+    assert "royalblue: good 100%" in chromium.visible_text(trend)
+    for url, name in ((graph, "dagster_asset_graph.png"), (f"{webserver}/assets/pass_rate_trend", "dagster_trend.png")):
+        shot = chromium.screenshot(url, ARTIFACTS / name)
+        assert shot.stat().st_size > 20_000
+        print(f"screenshot: {shot}")
