@@ -31,13 +31,18 @@ class ExportConfig(Config):
 
 
 def _export(fmt: str, context: AssetExecutionContext, config: ExportConfig, store: OutputStore) -> MaterializeResult:
-    latest: dict[tuple[str, str], Path] = {}
+    latest: dict[str, dict[tuple[str, str], Path]] = {}  # dataset → (instance, config) → run folder
     for _night, parts in sorted(graded_by_night(context.instance).items()):
-        latest.update(parts)  # a later night's materialization of a partition wins
+        for (dataset, instance_id, config_name), run_dir in parts.items():
+            latest.setdefault(dataset, {})[(instance_id, config_name)] = run_dir  # a later night wins
     flt = ExportFilter(statuses=config.statuses, min_reward=config.min_reward, max_reward=config.max_reward,
                        configs=config.configs)
     dest = store.root / "exports" / fmt
-    refs, unreadable = select_latest(latest, flt)
+    refs, unreadable = [], []
+    for dataset in sorted(latest):
+        found, bad = select_latest(latest[dataset], flt)
+        refs += found
+        unreadable += bad
     report = write_export(fmt, refs, dest, unreadable)
     skipped = "\n".join(f"- `{s.rollout}`: {s.reason}" for s in report.skipped[:SHOW_SKIPPED]) or "none"
     return MaterializeResult(metadata={
