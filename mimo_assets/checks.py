@@ -6,17 +6,12 @@ import polars as pl
 from dagster import AssetCheckExecutionContext, AssetCheckResult, MetadataValue, asset_check
 
 from mimo_assets.asset_keys import GRADED_RESULTS
-from mimo_assets.assets.results import RESULTS_PARQUET, results_table
+from mimo_assets.assets.results import results_table
 from mimo_assets.partitions import partition_key
 from mimo_core.results import ResultsStore
 from mimo_core.trajectory import read_trajectory
-from resources import OutputStore
 
 MAX_LISTED = 20
-
-
-def _table(store: OutputStore) -> pl.DataFrame:
-    return pl.read_parquet(store.tables_dir() / RESULTS_PARQUET)
 
 
 def invalid_trajectories(paths: list[str]) -> list[str]:
@@ -30,8 +25,8 @@ def invalid_trajectories(paths: list[str]) -> list[str]:
 
 
 @asset_check(asset=results_table, description="Every rollout's traj.json exists and validates against the schema.")
-def trajectories_validate(output_store: OutputStore) -> AssetCheckResult:
-    df = _table(output_store)
+def trajectories_validate(results_table: pl.DataFrame) -> AssetCheckResult:
+    df = results_table
     bad = invalid_trajectories(df["traj_path"].to_list())
     return AssetCheckResult(passed=not bad, metadata={
         "checked": df.height, "invalid": len(bad),
@@ -40,8 +35,8 @@ def trajectories_validate(output_store: OutputStore) -> AssetCheckResult:
 
 
 @asset_check(asset=results_table, description="Every reward is null (ungraded) or within [0, 1].")
-def rewards_in_range(output_store: OutputStore) -> AssetCheckResult:
-    df = _table(output_store)
+def rewards_in_range(results_table: pl.DataFrame) -> AssetCheckResult:
+    df = results_table
     out = df.filter(pl.col("reward").is_not_null() & ((pl.col("reward") < 0) | (pl.col("reward") > 1)))
     return AssetCheckResult(passed=out.is_empty(), metadata={
         "checked": df.height, "out_of_range": out.height,
@@ -64,8 +59,8 @@ def missing_partitions(run_dirs: dict[str, str], materialized: set[str]) -> list
 
 
 @asset_check(asset=results_table, description="No partition a recorded run finished is missing from graded results.")
-def no_missing_partitions(context: AssetCheckExecutionContext, output_store: OutputStore) -> AssetCheckResult:
-    df = _table(output_store)
+def no_missing_partitions(context: AssetCheckExecutionContext, results_table: pl.DataFrame) -> AssetCheckResult:
+    df = results_table
     materialized = set(context.instance.get_materialized_partitions(GRADED_RESULTS))
     runs = dict(df.select("run_dir", "dataset").unique("run_dir").iter_rows())
     missing = missing_partitions(runs, materialized)

@@ -14,13 +14,14 @@ from mimo_assets.assets.analytics import (
 )
 from mimo_assets.assets.datasets import config_files, load_dataset
 from mimo_assets.assets.exports import atif_export, rl_export, sft_export
-from mimo_assets.assets.results import results_table
+from mimo_assets.assets.results import TABLES_IO_MANAGER, results_table
 from mimo_assets.assets.rollouts import rollouts
 from mimo_assets.checks import no_missing_partitions, rewards_in_range, trajectories_validate
 from mimo_assets.jobs import analytics_job, evaluate_job, register_configs_job
 from mimo_assets.schedules import nightly_eval
 from mimo_assets.sensors import analytics_after_new_results, new_config_files
 from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
+from resources.tables_io_manager import TablesIOManager
 
 defs = Definitions(
     assets=[load_dataset, config_files, rollouts, results_table, pass_rates, pass_at_k, ab_comparison,
@@ -34,6 +35,7 @@ defs = Definitions(
         "output_store": OutputStore(), "model_endpoint": ModelEndpoint.from_env(),
         "sandbox_backend": SandboxBackend.from_env(),
         "batch_runner": BatchRunner(),  # thread pool or Ray cluster (docs/ray.md)
+        TABLES_IO_MANAGER: TablesIOManager(output_store=OutputStore()),  # the results table as a DataFrame
         # Set only in the process that records a CLI run (cli_recording.record.execute_feed).
         "cli_feed": ResourceDefinition.none_resource(description="a CLI run's finished records, when recording one"),
     },

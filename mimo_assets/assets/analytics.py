@@ -1,14 +1,15 @@
 """Analytics on the results table: pass rates with intervals, pass@k, A/B, usage, exit statuses.
 
-Each asset publishes its table as markdown metadata (rendered in the UI) and writes it beside the
-results table; the pass-rate plot is embedded in the metadata and saved as a PNG.
+Each asset takes the results table as its input (loaded by the tables IO manager), publishes its table
+as markdown metadata (rendered in the UI) and writes it beside the results table; the pass-rate plot is
+embedded in the metadata and saved as a PNG.
 """
 
 
 import json
 
 import polars as pl
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import MaterializeResult, MetadataValue, asset
 
 from mimo_assets.asset_keys import (
     AB_COMPARISON,
@@ -20,16 +21,12 @@ from mimo_assets.asset_keys import (
     RESULTS_TABLE,
     USAGE_BY_CONFIG,
 )
-from mimo_assets.assets.results import NIGHTS_DIR, RESULTS_PARQUET
+from mimo_assets.assets.results import NIGHTS_DIR
 from mimo_assets.helpers import ab, stats
 from mimo_assets.helpers.events import CODE_VERSION
 from mimo_assets.helpers.plots import pass_rate_png, trend_inline_md, trend_png, write_png
 from mimo_assets.helpers.table import SCHEMA
 from resources import OutputStore
-
-
-def _table(store: OutputStore) -> pl.DataFrame:
-    return pl.read_parquet(store.tables_dir() / RESULTS_PARQUET)
 
 
 def _publish(store: OutputStore, name: str, df: pl.DataFrame, **extra: object) -> MaterializeResult:
@@ -39,41 +36,41 @@ def _publish(store: OutputStore, name: str, df: pl.DataFrame, **extra: object) -
                                        "path": MetadataValue.path(str(path)), "rows": df.height, **extra})
 
 
-@asset(key=PASS_RATES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, deps=[RESULTS_TABLE], kinds={"polars"})
-def pass_rates(output_store: OutputStore) -> MaterializeResult:
+@asset(key=PASS_RATES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
+def pass_rates(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
     """Pass rate per config with a 95% Wilson interval, and the plot."""
-    df = stats.pass_rate_by_config(_table(output_store))
+    df = stats.pass_rate_by_config(results_table)
     png = output_store.tables_dir() / "pass_rate_by_config.png"
     md = write_png(pass_rate_png(df), png) if df.height else "_no graded rollouts yet_"
     return _publish(output_store, "pass_rates", df, plot=MetadataValue.md(md), plot_path=MetadataValue.path(str(png)))
 
 
-@asset(key=PASS_AT_K, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, deps=[RESULTS_TABLE], kinds={"polars"})
-def pass_at_k(output_store: OutputStore) -> MaterializeResult:
+@asset(key=PASS_AT_K, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
+def pass_at_k(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
     """Unbiased pass@k per config for k up to the rollouts every instance has."""
-    return _publish(output_store, "pass_at_k", stats.pass_at_k_by_config(_table(output_store)))
+    return _publish(output_store, "pass_at_k", stats.pass_at_k_by_config(results_table))
 
 
-@asset(key=AB_COMPARISON, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, deps=[RESULTS_TABLE], kinds={"polars"})
-def ab_comparison(context: AssetExecutionContext, output_store: OutputStore) -> MaterializeResult:
+@asset(key=AB_COMPARISON, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
+def ab_comparison(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
     """Every pair of configs, B − A with a 95% interval right for the design: paired (every config on
     every instance) with the flipped instances, or unpaired (random assignment) with Newcombe's interval."""
-    pairs = ab.all_pairs(_table(output_store))
+    pairs = ab.all_pairs(results_table)
     return _publish(output_store, "ab_comparison", ab.pairs_frame(pairs),
                     pairs=MetadataValue.json(json.loads(json.dumps(pairs))))
 
 
 @asset(
-    code_version=CODE_VERSION, key=USAGE_BY_CONFIG, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
-def usage_by_config(output_store: OutputStore) -> MaterializeResult:
+    code_version=CODE_VERSION, key=USAGE_BY_CONFIG, group_name=ANALYTICS_GROUP, kinds={"polars"})
+def usage_by_config(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
     """Cost, tokens, steps and duration per config."""
-    return _publish(output_store, "usage_by_config", stats.usage_by_config(_table(output_store)))
+    return _publish(output_store, "usage_by_config", stats.usage_by_config(results_table))
 
 
-@asset(key=EXIT_STATUSES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, deps=[RESULTS_TABLE], kinds={"polars"})
-def exit_statuses(output_store: OutputStore) -> MaterializeResult:
+@asset(key=EXIT_STATUSES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
+def exit_statuses(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
     """How rollouts ended, per config."""
-    return _publish(output_store, "exit_statuses", stats.exit_statuses_by_config(_table(output_store)))
+    return _publish(output_store, "exit_statuses", stats.exit_statuses_by_config(results_table))
 
 
 @asset(

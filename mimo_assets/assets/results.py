@@ -1,10 +1,11 @@
 """results table: one parquet table per night (polars), never mixed across nights; the latest night is
-the default view (`results.parquet`, which every analytics asset reads)."""
+the default view: the asset's value, stored by the tables IO manager (`tables/results_table.parquet`) and
+loaded by it into every analytics asset and check."""
 
 import os
 
 import polars as pl
-from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
 from mimo_assets.asset_keys import ANALYTICS_GROUP, GRADED_RESULTS, RESULTS_TABLE
 from mimo_assets.helpers.events import CODE_VERSION
@@ -12,7 +13,8 @@ from mimo_assets.helpers.stats import to_markdown
 from mimo_assets.helpers.table import SCHEMA, collect_night, graded_by_night
 from resources import OutputStore
 
-RESULTS_PARQUET = "results.parquet"
+TABLES_IO_MANAGER = "tables_io_manager"
+RESULTS_PARQUET = "results_table.parquet"  # where resources.TablesIOManager stores it
 NIGHTS_DIR = "nights"
 
 
@@ -24,10 +26,10 @@ def write_parquet(df: pl.DataFrame, path: os.PathLike[str]) -> None:
 
 
 @asset(key=RESULTS_TABLE, group_name=ANALYTICS_GROUP, deps=[GRADED_RESULTS], kinds={"polars", "parquet"},
-       code_version=CODE_VERSION)
-def results_table(context: AssetExecutionContext, output_store: OutputStore) -> MaterializeResult:
+       code_version=CODE_VERSION, io_manager_key=TABLES_IO_MANAGER)
+def results_table(context: AssetExecutionContext, output_store: OutputStore) -> Output[pl.DataFrame]:
     """Each night's latest graded partitions with their records (`tables/nights/<night>.parquet`, one file
-    per night: a new night never rewrites an earlier one); `results.parquet` is the latest night. Rows
+    per night: a new night never rewrites an earlier one); the asset's value is the latest night. Rows
     carry `night`, `run_id` and `run_dir`, so one run's results are a filter away."""
     nights = graded_by_night(context.instance)
     folder = output_store.tables_dir() / NIGHTS_DIR
@@ -40,8 +42,7 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
         if night == latest:
             df = table
     path = output_store.tables_dir() / RESULTS_PARQUET
-    write_parquet(df, path)
-    return MaterializeResult(metadata={
+    return Output(df, metadata={
         "night": latest or "-",
         "nights": MetadataValue.json({n: str(folder / f"{n}.parquet") for n in sorted(nights)}),
         "path": MetadataValue.path(str(path)),

@@ -183,7 +183,7 @@ def test_two_nights_give_a_trend_with_two_points_and_the_first_nights_table_stay
     first = pl.read_parquet(tables / "nights" / "2026-01-01.parquet")
     assert first.height == 4 and set(first["night"]) == {"2026-01-01"}
     assert set(first["run_dir"]) == {str(tmp_path / "2026-01-01")}  # not mixed with the second night's run
-    latest = pl.read_parquet(tables / "results.parquet")  # the default view: the latest night
+    latest = pl.read_parquet(tables / "results_table.parquet")  # the default view (IO manager): the latest night
     assert set(latest["night"]) == {"2026-01-02"} and set(latest["run_dir"]) == {str(tmp_path / "2026-01-02")}
 
     [trend] = instance.fetch_materializations(AssetKey("pass_rate_trend"), limit=1).records

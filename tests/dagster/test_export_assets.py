@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 from dagster import AssetKey, DagsterInstance
 
+from tests.dagster.conftest import pk
 from tests.dagster.test_assets import ROLLOUT_KEYS, _register_inputs, _run
 from tests.dagster.test_assets import instance as instance  # the fixture
 
@@ -18,9 +19,9 @@ def _meta(instance: DagsterInstance, key: str) -> dict:
 
 
 def test_export_assets_write_each_format_for_the_latest_graded_partitions(tmp_path: Path, instance) -> None:
-    _register_inputs(tmp_path, instance)
-    _run(instance, ROLLOUT_KEYS, partition_key="good|greet-0")
-    _run(instance, ROLLOUT_KEYS, partition_key="bad|greet-1")
+    data = _register_inputs(tmp_path, instance)
+    _run(instance, ROLLOUT_KEYS, partition_key=pk(data, "greet-0", "good"))
+    _run(instance, ROLLOUT_KEYS, partition_key=pk(data, "greet-1", "bad"))
     _run(instance, [AssetKey("sft_export"), AssetKey("rl_export"), AssetKey("atif_export")],
          run_config={"ops": {"sft_export": {"config": {"min_reward": 1.0}}}})
 
