@@ -16,7 +16,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from mimo_core.testing.scripted_llm import Reply, Request, ScriptedLLM, call
 from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO, SECRET
-from tests.dagster.conftest import EDIT, run_cli
+from tests.dagster.conftest import EDIT, pk, run_cli
 
 GRADED = AssetKey("graded_results")
 
@@ -61,5 +61,5 @@ def test_a_killed_runs_finished_rollouts_are_in_dagster_after_the_rerun_and_it_i
     assert killed.status != DagsterRunStatus.SUCCESS
 
     run_cli(args, llm, dagster_env)  # the rerun does greet-1
-    assert instance.get_materialized_partitions(GRADED) == {"good|greet-0", "good|greet-1"}
+    assert instance.get_materialized_partitions(GRADED) == {pk(data, "greet-0", "good"), pk(data, "greet-1", "good")}
     assert len(instance.fetch_materializations(GRADED, limit=100).records) == 2  # each partition once

@@ -15,7 +15,7 @@ from mimo_assets.definitions import defs
 from mimo_core.results import ResultsStore
 from mimo_core.testing.ray_cluster import RayTestCluster
 from mimo_core.testing.tasks import write_named_config, write_tasks
-from tests.dagster.conftest import dagster_env, llm, run_cli  # noqa: F401 - fixtures used here
+from tests.dagster.conftest import dagster_env, llm, pk, run_cli  # noqa: F401 - fixtures used here
 
 GRADED = AssetKey("graded_results")
 
@@ -66,4 +66,4 @@ def test_cli_ray_run_on_its_own_local_cluster_is_recorded_into_dagster(
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert _ran_on_ray(out) == 2
     records = get_instance().fetch_materializations(GRADED, limit=100).records
-    assert sorted(r.partition_key for r in records) == ["good|greet-0", "good|greet-1"]
+    assert sorted(r.partition_key for r in records) == [pk(data, "greet-0", "good"), pk(data, "greet-1", "good")]
