@@ -14,7 +14,7 @@ from pydantic import Field
 from mimo_assets.asset_keys import ATIF_EXPORT, EXPORTS_GROUP, GRADED_RESULTS, RL_EXPORT, SFT_EXPORT
 from mimo_assets.helpers.events import CODE_VERSION
 from mimo_assets.helpers.table import graded_by_night
-from mimo_core.exports.source import ExportFilter, select_latest
+from mimo_core.exports.source import ExportFilter, RolloutRef, select_latest
 from mimo_core.exports.write import write_export
 from resources import OutputStore
 
@@ -38,11 +38,12 @@ def _export(fmt: str, context: AssetExecutionContext, config: ExportConfig, stor
     flt = ExportFilter(statuses=config.statuses, min_reward=config.min_reward, max_reward=config.max_reward,
                        configs=config.configs)
     dest = store.root / "exports" / fmt
-    refs, unreadable = [], []
+    refs: list[RolloutRef] = []
+    unreadable: dict[str, str] = {}
     for dataset in sorted(latest):
         found, bad = select_latest(latest[dataset], flt)
         refs += found
-        unreadable += bad
+        unreadable.update(bad)
     report = write_export(fmt, refs, dest, unreadable)
     skipped = "\n".join(f"- `{s.rollout}`: {s.reason}" for s in report.skipped[:SHOW_SKIPPED]) or "none"
     return MaterializeResult(metadata={
