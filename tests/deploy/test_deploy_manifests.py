@@ -36,7 +36,11 @@ def _run_context(tags: dict[str, str] | None = None) -> K8sContainerContext:
         namespace="mimoagent")
     ctx = ctx.merge(K8sContainerContext(env_secrets=[s["name"] for s in deployment["envSecrets"]],
                                         env=deployment["env"], volumes=deployment["volumes"],
-                                        volume_mounts=deployment["volumeMounts"]))
+                                        volume_mounts=deployment["volumeMounts"], namespace="mimoagent",
+                                        # the code server's account, carried into runs
+                                        service_account_name=VALUES["dagster-user-deployments"]
+                                        ["serviceAccount"]["name"],
+                                        resources=deployment.get("resources")))
     if tags and "dagster-k8s/config" in tags:
         ctx = ctx.merge(K8sContainerContext(run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(
             json.loads(tags["dagster-k8s/config"]))))
@@ -64,7 +68,11 @@ def test_run_pod_from_the_helm_values_has_image_command_secrets_resources_and_la
     assert env["MIMOAGENT_ENVIRONMENT_CLASS"].value == "kubernetes"
     assert not any("KEY" in name and e.value for name, e in env.items())  # keys only by secret reference
     assert c.resources.requests == {"cpu": "500m", "memory": "1Gi"} and c.resources.limits["memory"] == "4Gi"
-    assert pod.spec.service_account_name == "mimoagent-runner"
+    rbac = {d["kind"]: d for d in yaml.safe_load_all((DEPLOY / "k8s" / "rbac.yaml").read_text())}
+    assert pod.spec.service_account_name == rbac["RoleBinding"]["subjects"][0]["name"] == "mimoagent-runner"
+    verbs = {(r["resources"][0], v) for r in rbac["Role"]["rules"] for v in r["verbs"]}
+    assert {("pods", "create"), ("pods", "watch"), ("pods", "delete"), ("pods/exec", "create"),
+            ("networkpolicies", "create"), ("networkpolicies", "delete")} <= verbs  # what the backend calls
     assert [m.mount_path for m in c.volume_mounts if m.name == "outputs"] == ["/data/mimoagent"]
     assert pod.metadata.labels["app.kubernetes.io/part-of"] == "mimoagent"
     labels = pod.metadata.labels
