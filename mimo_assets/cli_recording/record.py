@@ -3,6 +3,7 @@ and logs each partition's materializations as its records arrive on the feed."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -10,11 +11,26 @@ from typing import Any
 
 from dagster import AssetMaterialization, DagsterInstance
 
+from mimo_assets.asset_keys import ROLLOUTS
 from mimo_assets.cli_recording.feed import Feed
 from mimo_assets.helpers.engine import Event, materializations
 from mimo_assets.helpers.events import run_tags
 from mimo_assets.helpers.inputs import config_events, dataset_events, upstream
-from mimo_assets.partitions import dataset_name, register_instances
+from mimo_assets.partitions import dataset_name, partition_key, register_instances
+from mimo_core.results import ResultRecord, ResultsStore
+
+
+def unrecorded(instance: DagsterInstance, dataset: str, feed: Feed) -> list[ResultRecord]:
+    """Finished rollouts in the output folder whose partition has no `rollouts` materialization at all: their
+    run was killed together with its recording, or ran with MIMOAGENT_DAGSTER=0. Recorded by this run (for
+    this run's rows and configs, whose partitions it registers), so nothing finished is missing in Dagster."""
+    header = feed.header
+    planned = set(header.planned)
+    rows, configs = set(header.instance_ids), set(header.config_names)
+    done = instance.get_materialized_partitions(ROLLOUTS)
+    return [rec for rec in ResultsStore(header.request.output_dir).finished().values()
+            if rec.key not in planned and rec.instance_id in rows and rec.config_name in configs
+            and str(partition_key(dataset, rec.instance_id, rec.config_name)) not in done]
 
 
 def record_cli_run(
@@ -34,9 +50,12 @@ def record_cli_run(
     dataset = dataset_name(req.dataset, req.split)
     register_instances(instance, dataset, header.instance_ids)  # the selected rows: "missing" until done
     yield from config_events(instance, req.configs, tags)
+    earlier = [] if req.recalc is not None else unrecorded(instance, dataset, feed)
+    if earlier:
+        log.info(f"recording {len(earlier)} finished rollout(s) of an earlier run that Dagster never recorded")
     yield from materializations(
-        instance, dataset, feed, header.planned, req.output_dir, upstream(instance), tags,
-        graded_only=req.recalc is not None, log=log,
+        instance, dataset, itertools.chain(earlier, feed), [*header.planned, *(r.key for r in earlier)],
+        req.output_dir, upstream(instance), tags, graded_only=req.recalc is not None, log=log,
     )
     if not feed.complete:
         from dagster import Failure

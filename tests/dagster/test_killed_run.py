@@ -40,6 +40,8 @@ def test_a_killed_runs_finished_rollouts_are_in_dagster_after_the_rerun_and_it_i
 ) -> None:
     data, cfg, out = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good"), tmp_path / "out"
     args = ["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--workers", "1"]
+    instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+    assert instance.get_runs() == []  # its storage is made now, not while the recording child makes it
     with ScriptedLLM(_hangs_on_greet_1) as hanging:
         env = {**os.environ, **dagster_env, "MIMO_TEST_BASE_URL": hanging.openai_base_url,
                "MIMO_TEST_API_KEY": SECRET}
@@ -54,7 +56,6 @@ def test_a_killed_runs_finished_rollouts_are_in_dagster_after_the_rerun_and_it_i
         finally:
             runner.send_signal(signal.SIGKILL)
             runner.wait()
-        instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
         _wait("the recording child to end", lambda: instance.get_runs()
               and instance.get_runs()[0].status not in (DagsterRunStatus.STARTED, DagsterRunStatus.STARTING))
     [killed] = instance.get_runs()
@@ -63,3 +64,19 @@ def test_a_killed_runs_finished_rollouts_are_in_dagster_after_the_rerun_and_it_i
     run_cli(args, llm, dagster_env)  # the rerun does greet-1
     assert instance.get_materialized_partitions(GRADED) == {pk(data, "greet-0", "good"), pk(data, "greet-1", "good")}
     assert len(instance.fetch_materializations(GRADED, limit=100).records) == 2  # each partition once
+
+
+def test_finished_rollouts_dagster_never_recorded_are_recorded_by_the_next_run(
+    tmp_path: Path, dagster_env, llm,
+) -> None:
+    """As when a run is killed together with its recording child: the next run over the folder records them."""
+    data, cfg, out = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good"), tmp_path / "out"
+    args = ["-c", str(cfg), "--dataset", str(data), "-o", str(out)]
+    run_cli([*args, "--filter", "^greet-0$"], llm, {**dagster_env, "MIMOAGENT_DAGSTER": "0"})
+    instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+    assert instance.get_materialized_partitions(GRADED) == set()
+    run_cli(args, llm, dagster_env)  # plans greet-1 only: greet-0 is finished
+    assert instance.get_materialized_partitions(GRADED) == {pk(data, "greet-0", "good"), pk(data, "greet-1", "good")}
+    assert len(instance.fetch_materializations(AssetKey("rollouts"), limit=100).records) == 2
+    run_cli([*args, "--redo-existing", "--filter", "^greet-1$"], llm, dagster_env)
+    assert len(instance.fetch_materializations(AssetKey("rollouts"), limit=100).records) == 3  # no re-record
