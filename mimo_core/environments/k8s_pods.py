@@ -157,7 +157,8 @@ def deny_all_policy(name: str, labels: dict[str, str]) -> dict[str, Any]:
     """No ingress and no egress for the one pod labelled `mimoagent.sandbox=<name>` (DNS included)."""
     return {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": {"name": name, "labels": {k: label_value(v) for k, v in labels.items()}},
+        "metadata": {"name": name, "labels": {k: label_value(v) for k, v in labels.items()},
+                     "annotations": dict(labels)},
         "spec": {"podSelector": {"matchLabels": {LABEL_SANDBOX: name}}, "policyTypes": ["Ingress", "Egress"]},
     }
 

@@ -11,6 +11,7 @@ rebuilt each time and take seconds.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import tempfile
@@ -52,6 +53,10 @@ def build(docker_host: str, repo: Path, tag: str = TAG, timeout: int = 1800) -> 
     client = docker.DockerClient(base_url=docker_host, version="auto", timeout=timeout)
     log: list[str] = []
     try:
+        old = client.images.get(tag).id
+    except docker.errors.ImageNotFound:
+        old = None
+    try:
         with tempfile.TemporaryDirectory(prefix="mimo-deploy-ctx-", dir="/var/tmp") as tmp:
             _context(repo, Path(tmp))
             try:
@@ -64,6 +69,10 @@ def build(docker_host: str, repo: Path, tag: str = TAG, timeout: int = 1800) -> 
                         raise RuntimeError(f"deploy/Dockerfile build failed: {chunk['error']}\n{''.join(log)[-3000:]}")
             except docker.errors.APIError as e:
                 raise RuntimeError(f"deploy/Dockerfile build failed: {e}\n{''.join(log)[-3000:]}") from None
+        new = client.images.get(tag).id
+        if old and old != new:  # the tag moved: free the previous build's own layers (shared ones stay)
+            with contextlib.suppress(docker.errors.APIError):
+                client.images.remove(old)
     finally:
         client.close()
     return BuiltImage(tag=tag, seconds=time.monotonic() - start, log_tail="".join(log)[-2000:])

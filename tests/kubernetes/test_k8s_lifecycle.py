@@ -30,6 +30,21 @@ def _containers(k8s, run_id: str) -> list:
     return k8s.docker.containers.list(all=True, filters={"label": f"k8s-standin/mimoagent.run_id={run_id}"})
 
 
+def _orphan_policy(run_id: str, pid: int) -> str:
+    from kubernetes import client
+
+    from mimo_core.environments.docker_registry import owner_labels
+    from mimo_core.environments.k8s_pods import KubernetesOptions, deny_all_policy
+    from mimo_core.environments.kubernetes import client_config
+
+    name = f"mimo-orphan-{uuid.uuid4().hex[:6]}"
+    labels = {"mimoagent.run_id": run_id, **owner_labels(), "mimoagent.pid": str(pid)}
+    conf, namespace = client_config(KubernetesOptions())
+    with client.ApiClient(conf) as api:
+        client.NetworkingV1Api(api).create_namespaced_network_policy(namespace, deny_all_policy(name, labels))
+    return name
+
+
 def _runner(run_id: str, mode: str, n: int = 1) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "tests.kubernetes.runner_proc", run_id, mode, str(n)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
@@ -98,8 +113,9 @@ def test_sigkilled_runner_leftovers_go_with_stale_cleanup_and_the_cleanup_comman
         killed.wait()
         held = _pods(k8s, dead)
         assert len(held) == 2  # SIGKILL runs nothing
+        orphan = _orphan_policy(dead, killed.pid)  # its pod never came: the runner died in between
         assert cleanup(stale_only=True) >= 2
-        assert _pods(k8s, dead) == [] and not set(held) & _policies(k8s)
+        assert _pods(k8s, dead) == [] and not (set(held) | {orphan}) & _policies(k8s)
         assert len(_pods(k8s, alive)) == 1  # a live runner's pods stay
         proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "cleanup", "--run-id", alive], cwd=ROOT,
                               capture_output=True, text=True, timeout=60, env={**os.environ})
