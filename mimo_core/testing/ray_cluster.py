@@ -124,8 +124,8 @@ def _serve(spec: dict[str, Any]) -> None:
                       head_node_args={**_node_args(spec["head_cpus"], {}), "gcs_server_port": _free_port()})
     nodes = {}
     try:
-        for _ in range(spec["workers"]):
-            node = cluster.add_node(**_node_args(spec["cpus"], dict(spec["resources"])))
+        for _ in range(spec["workers"]):  # started side by side, then awaited together
+            node = cluster.add_node(wait=False, **_node_args(spec["cpus"], dict(spec["resources"])))
             nodes[node.node_id] = node
         cluster.wait_for_nodes(timeout=120)
         print("up", cluster.address, *nodes, flush=True)
