@@ -29,8 +29,9 @@ def cleanup(run_id: str | None = None, stale_only: bool = False, options: Kubern
     with client.ApiClient(conf) as api:
         core, net = client.CoreV1Api(api), client.NetworkingV1Api(api)
         try:
-            pods = core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=30).items
-        except (ApiException, OSError, Exception) as e:
+            # (connect, read) seconds: an unreachable cluster in a stale kubeconfig must not hang `cleanup`.
+            pods = core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=(5, 30)).items
+        except Exception as e:  # ApiException, or urllib3's errors when the API server is not there
             raise SandboxError(f"cannot list pods in namespace {namespace}: {str(e).splitlines()[0][:200]}") from None
         removed = 0
         for pod in pods:
