@@ -56,6 +56,7 @@ def test_swe_k8s_profile_runs_a_rollout_in_a_pod_that_reaches_the_scripted_serve
     monkeypatch.setenv("OPENAI_BASE_URL", scripted_llm.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("MIMOAGENT_K8S_NAMESPACE", namespace)
+    monkeypatch.setenv("MIMOAGENT_IMAGE_PREFIX", "docker.io/library/")  # the rows' mimo-base:bookworm, fully named
     out = tmp_path / "out"
     proc = run_cli(["-c", str(REPO / "configs" / "swe_k8s.yaml"), "--dataset", str(_docker_dataset(tmp_path)),
                     "-o", str(out)], scripted_llm)
@@ -66,7 +67,9 @@ def test_swe_k8s_profile_runs_a_rollout_in_a_pod_that_reaches_the_scripted_serve
     first_obs = next(m for m in traj["messages"] if m["role"] == "tool")["content"]
     assert "while :; do sleep 86400" in first_obs and "server-reachable" in first_obs  # PID 1 is the pod's
     assert not [key for key in list(k8s.pods) if key[0] == namespace]  # created there, deleted after
-    assert any(m["metadata"]["namespace"] == namespace for m in k8s.created)
+    [pod] = [p for p in k8s.created if p["metadata"]["namespace"] == namespace]
+    assert pod["spec"]["containers"][0]["image"] == "docker.io/library/mimo-base:bookworm"  # image_prefix applied
+    assert pod["spec"]["activeDeadlineSeconds"] == 21600  # the profile's backend_kwargs reached the pod
     assert SECRET not in "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
 
 
