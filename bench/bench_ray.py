@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -139,6 +140,7 @@ def main() -> None:
             driver_memory(root, llm, args.memory_plan, cluster, args.memory_seconds)
     finally:
         cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
     print(f"load {os.getloadavg()[0]:.1f} at end")
 
 
