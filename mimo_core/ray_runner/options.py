@@ -51,7 +51,7 @@ class RayOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    address: str = Field(default="", description="a cluster to join (host:port, ray://...); '' = $RAY_ADDRESS, "
+    address: str = Field(default="", description="a cluster to join (the head's host:port); '' = $RAY_ADDRESS, "
                                                  "else start a local cluster for this run")
     resources: RayResources = Field(default_factory=RayResources)
     max_retries: int = Field(default=3, ge=0, description="tries again on another node when a node is lost")
