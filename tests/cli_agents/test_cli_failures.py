@@ -52,6 +52,15 @@ def test_a_cli_that_never_ends_is_killed_at_the_time_limit_with_its_whole_tree(t
     assert (rollout / "agent_logs" / "stdout.log").exists()
 
 
+def test_the_step_limit_is_the_clis_own_turn_limit(tmp_path: Path, scripted_llm) -> None:
+    scripted_llm.set_responder(READ_FOREVER)  # a model that never finishes
+    record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", step_limit=2,
+                                         exit_code=None)
+    assert record.exit_status == "step_limit", (rollout / "instance.log").read_text()
+    assert "agent.step_limit" in (record.error or "") and len(scripted_llm.requests) == 2
+    assert "--max-turns 2" in (rollout / "instance.log").read_text()
+
+
 def test_an_endpoint_refusing_the_key_is_a_model_auth_error(tmp_path: Path, scripted_llm) -> None:
     scripted_llm.inject(401, times=1000)
     record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", exit_code=None)
