@@ -81,7 +81,8 @@ def installer_env(install_env: dict[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on `<path>.lock`: one process builds `path`, concurrent ones wait for it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -105,7 +106,7 @@ def ensure_installed(spec: CliSpec, version: str, install_env: dict[str, str], l
     dest = cache_root() / "cli" / spec.name / version
     if installed(dest):
         return dest
-    with _locked(dest):
+    with locked(dest):
         if installed(dest):
             return dest
         log(f"installing {spec.package}@{version} into {dest}")

@@ -73,7 +73,7 @@ def unpack(archive: Path, spec: CliSpec, version: str) -> Path:
         early = _leading_manifest(archive)
         if early is not None:  # a payload for another CLI or version is refused before unpacking it
             _check(early, spec, version, where)
-        with install._locked(dest):
+        with install.locked(dest):
             if install.installed(dest) is None:
                 _extract(archive, dest, where)
     manifest = install.installed(dest)

@@ -89,7 +89,7 @@ def _archive_of(host_dir: Path) -> Path:
     tar_path = host_dir.with_name(host_dir.name + ".contents.tar")
     if tar_path.exists():
         return tar_path
-    with install._locked(tar_path):
+    with install.locked(tar_path):
         if not tar_path.exists():
             part = tar_path.with_name(tar_path.name + ".part")
             with tarfile.open(part, "w") as tar:
