@@ -20,7 +20,7 @@ from tests.docker.conftest import docker_client, dockerd, make_docker_env  # noq
 EDIT = "sed -i s/hello/goodbye/ greeting.txt"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def base_image_has_no_node(docker_client) -> None:  # noqa: F811 - fixture
     out = docker_client.containers.run(BASE_IMAGE, ["sh", "-c", "command -v node || echo no-node"], remove=True)
     assert out.decode().strip() == "no-node"

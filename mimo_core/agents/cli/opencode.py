@@ -5,7 +5,9 @@ Headless: `opencode run --format json --auto` (auto-approves permissions), `--ti
 title-generation call, `--pure` (no external plugins). The endpoint is a provider declared in
 OPENCODE_CONFIG_CONTENT using the bundled `@ai-sdk/openai-compatible`, whose key is `{env:...}`: the
 config names the variable, never the key. `step_limit` is the build agent's `steps`. Its session lives in
-a SQLite database under XDG_DATA_HOME, so the command exports it as JSON after the run.
+a SQLite database under XDG_DATA_HOME, so the command exports it as JSON after the run. Left alone it
+would npm-install its plugin package at every start and git-snapshot the work tree at every step; neither
+happens here (see `setup_files`, `snapshot: false`), so a rollout needs no registry and no extra copy.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from mimo_core.agents.cli.spec import CliRun, CliSpec, Conversation, assistant, 
 from mimo_core.messages import Message
 
 KEY_VAR = "MIMOAGENT_OPENCODE_API_KEY"
+PLUGIN_PACKAGE = "@opencode-ai/plugin"
 _QUIET = ("AUTOUPDATE", "MODELS_FETCH", "LSP_DOWNLOAD", "DEFAULT_PLUGINS", "SHARE", "CLAUDE_CODE",
           "EXTERNAL_SKILLS", "PROJECT_CONFIG")
 
@@ -38,12 +41,23 @@ class OpenCode(CliSpec):
                     "models": {run.model_name: {"name": run.model_name}}}
         cfg: dict[str, Any] = {
             "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
+            "snapshot": False,  # no git copy of the work tree per step (a large repository's cost; we diff it)
             "model": f"mimoagent/{run.model_name}", "provider": {"mimoagent": provider},
             "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
         }
         if run.step_limit:
             cfg["agent"] = {"build": {"steps": run.step_limit}}
         return cfg
+
+    def setup_files(self, run: CliRun) -> dict[str, str]:
+        """At start opencode npm-installs `@opencode-ai/plugin` (~64 MB, for user plugins, which `--pure`
+        turns off) into its config folder unless that folder's lock file already lists it: list it, so a
+        rollout makes no registry call and works offline."""
+        folder = f"{run.state_dir}/config/opencode"
+        deps = {"dependencies": {PLUGIN_PACKAGE: "*"}}
+        lock = {"name": "opencode", "lockfileVersion": 3, "requires": True, "packages": {"": deps}}
+        return {f"{folder}/package.json": json.dumps(deps), f"{folder}/package-lock.json": json.dumps(lock),
+                f"{folder}/node_modules/.package-lock.json": json.dumps({**lock, "packages": {}})}
 
     def command(self, run: CliRun) -> str:
         b, state = run.binary, shlex.quote(run.state_dir)
