@@ -236,8 +236,7 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
           + f" -> {output}", file=sys.stderr)
     from mimo_core.environments.sweep import before_run
 
-    if args.ray is None:  # under Ray the sandboxes live on the nodes, each with its own engine (docs/ray.md)
-        before_run(configs)
+    before_run(configs, sweep=args.ray is None)  # a Ray run's sandboxes live on its nodes (docs/ray.md)
     observers = load_observers(request)
     for r in observers:
         r.start(plan)

@@ -23,9 +23,10 @@ def _envs(configs: list[Any]) -> list[Any]:
     return [c.config.environment if hasattr(c, "config") else c.environment for c in configs]
 
 
-def before_run(configs: list[Any]) -> None:
-    """Sweep stale sandboxes of the backends these configs use; warn once about `sandbox: none`."""
-    envs = _envs(configs)
+def before_run(configs: list[Any], sweep: bool = True) -> None:
+    """Sweep stale sandboxes of the backends these configs use; warn once about `sandbox: none`. No sweep
+    (`sweep=False`) when the sandboxes live elsewhere: a Ray run's are on its nodes."""
+    envs = _envs(configs) if sweep else []
     if any(e.environment_class == "docker" for e in envs):
         from mimo_core.environments.docker_cleanup import cleanup
 
@@ -41,7 +42,7 @@ def before_run(configs: list[Any]) -> None:
     local = [e for e in envs if e.environment_class == "local"]
     if local:
         local_cleanup.cleanup(local_cleanup.roots_of(configs), stale_only=True)
-    if any(e.sandbox == "none" for e in local):
+    if any(e.environment_class == "local" and e.sandbox == "none" for e in _envs(configs)):
         import getpass
 
         print(UNCONFINED.format(user=getpass.getuser()), file=sys.stderr)

@@ -119,8 +119,8 @@ def _connect(options: RayOptions, workers: int) -> bool:
     """Join the cluster (or start a local one); True when this call connected, so the run disconnects.
 
     A local cluster, or one reached at a loopback address, is one machine: Ray's single-machine mode keeps
-    every address on 127.0.0.1 (otherwise Ray swaps 127.0.0.1 for the host's network address, and a
-    cluster with no authentication would listen there). It is read when Ray is first imported."""
+    every address on 127.0.0.1 (otherwise Ray swaps 127.0.0.1 for the host's network address and the
+    cluster listens there). It is read when Ray is first imported."""
     address = options.resolved_address()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no reports to the internet from our runs
     # Workers run the Python of the node they are on (mimoagent installed there), not `uv run` in a copy of
@@ -133,7 +133,7 @@ def _connect(options: RayOptions, workers: int) -> bool:
     if ray.is_initialized():  # the caller's own connection (a benchmark, a notebook)
         return False
     common: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                              "logging_level": logging.WARNING}
+                              "logging_level": logging.ERROR}  # no notices on the run's stderr
     with _own_signal_handlers():
         _init(ray, address, options, workers, common)
     return True
