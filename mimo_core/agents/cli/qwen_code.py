@@ -33,7 +33,8 @@ class QwenCode(CliSpec):
 
     def env(self, run: CliRun) -> dict[str, str]:
         return {"OPENAI_BASE_URL": run.base_url, "OPENAI_API_KEY": run.api_key, "QWEN_HOME": run.state_dir,
-                "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1", "NO_COLOR": "1"}
+                "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1", "NO_COLOR": "1",
+                "QWEN_USAGE_STATISTICS_ENABLED": "false"}  # else it reports to Aliyun RUM from the sandbox
 
     def convert(self, stdout: str, files: dict[str, str], run: CliRun) -> Conversation:
         return stream_json_conversation(stdout)
