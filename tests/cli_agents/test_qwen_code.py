@@ -35,5 +35,6 @@ def test_qwen_code_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> No
     assert len(calls) == 3 and calls[-1].request["stream"] is True
     assert calls[-1].response["choices"][0]["message"]["content"] == "greeting.txt says goodbye now."
     assert list((rollout / "agent_logs" / "session").rglob("*.jsonl"))
+    assert "Ripgrep not available" not in (rollout / "agent_logs" / "stderr.log").read_text()  # after_install
     assert all(SECRET in r.headers.get("authorization", "") for r in scripted_llm.requests)
     assert leaked_files(tmp_path / "out", SECRET) == []

@@ -116,6 +116,7 @@ def ensure_installed(spec: CliSpec, version: str, install_env: dict[str, str], l
                 _install_npm(spec, version, work, installer_env(install_env))
             else:
                 _install_pypi(spec, version, work, installer_env(install_env))
+            spec.after_install(work)
             write_launcher(spec, work)
             manifest = Manifest(cli=spec.name, package=spec.package, version=version, ecosystem=spec.ecosystem,
                                 runtime=f"node-{NODE_VERSION}" if spec.needs_node else None, arch=node_arch())

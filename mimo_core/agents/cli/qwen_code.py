@@ -10,6 +10,7 @@ state folder.
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from mimo_core.agents.cli.spec import CliRun, CliSpec, Conversation
 from mimo_core.agents.cli.stream_json import stream_json_conversation
@@ -25,6 +26,11 @@ class QwenCode(CliSpec):
 
     def launcher_body(self, node: str) -> str:
         return f'exec {node} "$D/node_modules/@qwen-code/qwen-code/cli-entry.js" "$@"'
+
+    def after_install(self, folder: Path) -> None:
+        """The package ships its ripgrep without the execute bit (it then falls back to a slower grep)."""
+        for rg in folder.glob("node_modules/@qwen-code/qwen-code/vendor/ripgrep/*/rg"):
+            rg.chmod(0o755)
 
     def command(self, run: CliRun) -> str:
         turns = f" --max-session-turns {run.step_limit}" if run.step_limit else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
@@ -60,6 +61,9 @@ class CliSpec:
         """Shell lines run by bin/<name> with $D set to the install folder; must `exec` the CLI with "$@".
         `node` is the bundled runtime's path (meaningful when `needs_node`)."""
         raise NotImplementedError
+
+    def after_install(self, folder: Path) -> None:
+        """Fix-ups of a fresh install folder (before it is renamed into the cache); default none."""
 
     def command(self, run: CliRun) -> str:
         """The headless command line (no secrets in it); stdout goes to the rollout's native log."""
