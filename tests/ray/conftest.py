@@ -1,5 +1,6 @@
-"""One real Ray cluster for the module's tests: a head and two worker nodes (2 CPUs and 2 `sandbox` slots
-each), separate raylets on this machine, started once (~30-60 s on a loaded machine) and stopped after."""
+"""One real Ray cluster for the session's tests: a head and three worker nodes (2 CPUs and 2 `sandbox` slots
+each), separate raylets on this machine, started once (~20-40 s on a loaded machine) and stopped after.
+The node-loss test removes one worker node for good: every other test needs only two."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.core.conftest import REPO, SECRET, base_url
 
 @pytest.fixture(scope="session")
 def ray_test_cluster() -> Iterator[RayTestCluster]:
-    cluster = RayTestCluster(workers=2, cpus_per_node=2, resources={"sandbox": 2}).start()
+    cluster = RayTestCluster(workers=3, cpus_per_node=2, resources={"sandbox": 2}).start()
     try:
         yield cluster
     finally:

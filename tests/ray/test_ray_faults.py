@@ -43,9 +43,10 @@ def _lines(out: Path) -> list[str]:
 def test_a_lost_worker_node_is_retried_elsewhere(
     tmp_path: Path, ray_test_cluster: RayTestCluster, scripted_llm,
 ) -> None:
-    """Six rollouts fill the six CPUs of three worker nodes; the third node dies with two of them running:
-    they run again on the others, and every rollout is recorded exactly once."""
-    doomed = ray_test_cluster.add_worker()
+    """Six rollouts fill the six CPUs of three worker nodes; one node dies with two of them running: they
+    run again on the others, and every rollout is recorded exactly once."""
+    assert len(ray_test_cluster.worker_ids) == 3
+    doomed = ray_test_cluster.worker_ids[-1]
     scripted_llm.set_responder(SOLVE)
     scripted_llm.latency = 1.0  # each rollout takes ~2 s of model calls: the removal lands mid-rollout
     args, out, _ = _setup(tmp_path, n=6)

@@ -1,4 +1,4 @@
-"""`--runner ray` on a real three-node cluster gives what the thread runner gives: the same records,
+"""`--runner ray` on a real multi-node cluster gives what the thread runner gives: the same records,
 statuses, rewards and files, one results.jsonl line per rollout, written by the driver alone."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def test_ray_run_of_the_demo_matches_the_thread_run(tmp_path: Path, ray_test_clu
     nodes = {line.rsplit(" ", 1)[1] for r in got.values()
              for line in (tmp_path / "ray" / r.output_dir / "instance.log").read_text().splitlines()
              if "ran on Ray node" in line}
-    assert nodes <= set(ray_test_cluster.worker_ids) and len(nodes) == 2  # both worker nodes ran rollouts
+    assert nodes <= set(ray_test_cluster.worker_ids) and len(nodes) >= 2  # rollouts ran on several nodes
     assert not list((tmp_path / "ray").rglob("*.attempt-*"))
     # Nothing of the run was written under -o by the workers: their scratch folders are gone too.
     for rec in got.values():
