@@ -1,6 +1,7 @@
 """A backfill as the UI launches one: submitted to the instance, executed by a real `dagster-daemon`,
 which launches the runs in their own processes. Single-run policy: one run per config, however many
-instances; "missing only" semantics come from the partition selection, as in the UI's dialog."""
+instances; "missing only" semantics come from the partition selection, as in the UI's dialog. A
+backfill whose rollouts hit infrastructure errors is failed, like its runs and its partitions."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterInstance
+from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from dagster._core.utils import make_new_backfill_id
 
@@ -20,6 +21,7 @@ from mimo_assets.helpers.home import POSTGRES_URL_ENV
 from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO
 from tests.dagster.conftest import pk
+from tests.dagster.test_assets import _partition_status
 
 ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")]
 
@@ -76,21 +78,30 @@ def test_ui_backfill_runs_through_the_daemon_one_run_per_config(
 
         if POSTGRES_URL_ENV in dagster_env:
             return  # the redo is storage-independent: checked once, on SQLite (a backfill costs ~30 s)
-        # A backfill over partitions that exist reruns them (the UI's "missing only" would select none).
+        # A backfill over partitions that exist reruns them (the UI's "missing only" would select none);
+        # here every model call of the rerun fails (infra errors): the backfill, its runs and its
+        # partitions all say failed, and the earlier results stay recorded.
+        llm.inject(503, times=6)  # 2 rollouts × 3 attempts
         redo_id = _submit(instance, keys[:2])
-        _wait(instance, redo_id, tmp_path)
+        _wait(instance, redo_id, tmp_path, BulkActionStatus.COMPLETED_FAILED)
+        redo_runs = [r for r in instance.get_runs() if r.tags.get("dagster/backfill") == redo_id]
+        assert redo_runs and {r.status for r in redo_runs} == {DagsterRunStatus.FAILURE}
+        failed = {k for key in ("rollouts", "graded_results") for k in _partition_status(instance, key)[1]}
+        assert failed == set(keys[:2])
         counts: dict[str, int] = {}
         for m in instance.fetch_materializations(AssetKey("rollouts"), limit=100).records:
             counts[m.asset_materialization.partition] = counts.get(m.asset_materialization.partition, 0) + 1
-        assert counts == {k: (2 if k in keys[:2] else 1) for k in keys}
+        assert counts == {k: 1 for k in keys}
     finally:
         os.killpg(daemon.pid, signal.SIGKILL)  # the daemon and the run processes it launched
         daemon.wait()
 
 
-def _wait(instance: DagsterInstance, backfill_id: str, tmp_path: Path) -> None:
+def _wait(instance: DagsterInstance, backfill_id: str, tmp_path: Path,
+          expected: BulkActionStatus = BulkActionStatus.COMPLETED_SUCCESS) -> None:
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and instance.get_backfill(backfill_id).status == BulkActionStatus.REQUESTED:
+    busy = (BulkActionStatus.REQUESTED, BulkActionStatus.FAILING)
+    while time.monotonic() < deadline and instance.get_backfill(backfill_id).status in busy:
         time.sleep(0.5)
     status = instance.get_backfill(backfill_id).status
-    assert status == BulkActionStatus.COMPLETED_SUCCESS, (status, (tmp_path / "daemon.log").read_text()[-3000:])
+    assert status == expected, (status, (tmp_path / "daemon.log").read_text()[-3000:])
