@@ -103,8 +103,11 @@ def proxy_address(env: Environment, cli: str) -> tuple[str, str]:
     """(host the sandbox dials, address the proxy binds). A container on a bridge network reaches the
     host at its gateway; with the host's network, at 127.0.0.1; with no network, not at all."""
     container = getattr(env, "container", None)
-    if shares_host_files(env) or container is None:
+    if shares_host_files(env):
         return "127.0.0.1", "127.0.0.1"
+    if container is None:  # e.g. a kubernetes pod: the runner's loopback is not reachable from it
+        raise SandboxError(f"agent.type {cli}: the {type(env).__name__} sandbox has no route to the recording "
+                           "proxy on this host; CLI agents run on the local and docker backends")
     container.reload()
     mode = (container.attrs.get("HostConfig") or {}).get("NetworkMode") or ""
     if mode == "host":
