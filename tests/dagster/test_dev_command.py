@@ -17,10 +17,15 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_called_by_absolute_path_without_the_venv_on_path_runs_dagster(tmp_path: Path) -> None:
-    for tool, usage in (("webserver", "dagster_webserver"), ("daemon", "dagster._daemon run"), ("dev", "dagster dev")):
-        proc = _run(tmp_path, tool, "--help")
-        assert proc.returncode == 0, proc.stderr
-        assert usage in proc.stdout, proc.stdout
+    from concurrent.futures import ThreadPoolExecutor
+
+    tools = {"webserver": "dagster_webserver", "daemon": "dagster._daemon run", "dev": "dagster dev"}
+    assert _run(tmp_path, "webserver", "--help").returncode == 0  # creates the home, once
+    with ThreadPoolExecutor(len(tools)) as pool:  # independent processes: at once, not one after another
+        procs = dict(zip(tools, pool.map(lambda tool: _run(tmp_path, tool, "--help"), tools), strict=True))
+    for tool, usage in tools.items():
+        assert procs[tool].returncode == 0, procs[tool].stderr
+        assert usage in procs[tool].stdout, procs[tool].stdout
     home = tmp_path / "home" / ".mimoagent" / "dagster_home"
     assert "ConsolidatedSqliteEventLogStorage" in (home / "dagster.yaml").read_text()
 
