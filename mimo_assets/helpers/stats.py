@@ -35,7 +35,11 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def scored(df: pl.DataFrame) -> pl.DataFrame:
-    """Rollouts that count: no infra error; `ok` is 1 for a pass, else 0."""
+    """Rollouts that count: no infra error; `ok` is 1 for a pass, else 0. When the table holds several
+    datasets, `instance_id` becomes `dataset/instance` (as in partition keys), so an id two datasets
+    share is two instances to every per-instance figure (pass@k, paired A/B)."""
+    if "dataset" in df.columns and df["dataset"].drop_nulls().n_unique() > 1:
+        df = df.with_columns(instance_id=pl.col("dataset").fill_null("") + "/" + pl.col("instance_id"))
     return df.filter(~pl.col("infra_error")).with_columns(
         ok=pl.col("passed").fill_null(False).cast(pl.Int64)
     )

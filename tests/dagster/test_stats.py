@@ -133,3 +133,15 @@ def test_every_config_on_every_instance_gives_the_paired_figure_and_flips(tmp_pa
     assert pair["flipped_to_pass"] == [f"i{i:02d}" for i in range(8, 16)] and pair["flipped_to_fail"] == []
     table = ab.pairs_frame([pair])
     assert table.row(0, named=True)["flipped_to_pass"].startswith("i08, i09")
+
+
+def test_an_id_two_datasets_share_is_two_instances_in_the_comparison(tmp_path: Path) -> None:
+    """A under dataset x, B under dataset y, both with ids i0..i3: nothing is shared, so unpaired."""
+    a, b = tmp_path / "run-a", tmp_path / "run-b"
+    _write(a, "A", {f"i{i}": [i < 1] for i in range(4)})
+    _write(b, "B", {f"i{i}": [i < 3] for i in range(4)})
+    df = frame_from_run_dirs([a, b]).with_columns(dataset=pl.when(pl.col("config_name") == "A").then(pl.lit("x"))
+                                                  .otherwise(pl.lit("y")))
+    pair = ab.compare(df, "A", "B")
+    assert pair["design"] == "unpaired" and pair["shared_instances"] == 0 and (pair["n_a"], pair["n_b"]) == (4, 4)
+    assert ab.compare(df.with_columns(dataset=pl.lit("x")), "A", "B")["design"] == "paired"  # one dataset: shared
