@@ -33,13 +33,14 @@ def test_code_location_image_builds_and_its_definitions_validate(engine: Dockerd
     client = docker.DockerClient(base_url=engine.docker_host, version="auto", timeout=300)
     try:
         # No network: everything the code location needs is in the image. No secret either.
-        out = client.containers.run(image.tag, ["dagster", "definitions", "validate", "-m", "mimo_assets.definitions"],
+        validate = ["dagster", "definitions", "validate", "-m", "mimo_assets.definitions_k8s"]  # as the Helm values
+        out = client.containers.run(image.tag, validate,
                                     network_mode="none", remove=True, stdout=True, stderr=True,
                                     environment={"DAGSTER_HOME": "/tmp"})
         text = out.decode(errors="replace")
         assert "Validation successful" in text, text[-2000:]
         config = client.images.get(image.tag).attrs["Config"]
-        assert config["Cmd"][:3] == ["dagster", "code-server", "start"]
+        assert config["Cmd"][:3] == ["dagster", "code-server", "start"] and config["Cmd"][-1] == validate[-1]
         assert not any("KEY=" in e or "PASSWORD" in e for e in config["Env"])
         assert "/app/.venv/bin" in next(e for e in config["Env"] if e.startswith("PATH="))
     finally:
