@@ -4,7 +4,7 @@ use (`dagster dev`, the CLI's recording) neither imports dagster-k8s nor lists a
 
 from dagster import Definitions
 
-from mimo_assets.definitions import defs as local_defs
+from mimo_assets import definitions as local  # the module: Dagster allows one Definitions at module scope
 from mimo_assets.fanout import evaluate_fanout_job
 
-defs = Definitions.merge(local_defs, Definitions(jobs=[evaluate_fanout_job]))
+defs = Definitions.merge(local.defs, Definitions(jobs=[evaluate_fanout_job]))
