@@ -1,13 +1,16 @@
 """rollouts → judge scores → graded results, partitioned by instance × config.
 
 One `run_one` produces all three (the judge and the verifier run while the sandbox is alive), so they
-are one step. Backfills from the UI use a single-run policy: a selection of partitions runs as few
-runs, with `workers` rollouts at a time inside each. Selecting `graded_results` alone regrades the
-saved submissions of the latest rollouts and leaves those rollouts as they were. Jobs are planned by
-`mimo_core.plan.plan_run`, as for the CLI, with the backfill's partitions as the selection.
+are one step. Backfills from the UI use Dagster's multi-run policy: a selection of partitions runs in
+chunks of at most `MIMOAGENT_BACKFILL_PARTITIONS_PER_RUN` partitions (default 100; 0 = single-run),
+runs that the instance's run queue starts side by side, with `workers` rollouts at a time inside each.
+Selecting `graded_results` alone regrades the saved submissions of the latest rollouts and leaves those
+rollouts as they were. Jobs are planned by `mimo_core.plan.plan_run`, as for the CLI, with the
+backfill's (or chunk's) partitions as the selection.
 """
 
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,6 +41,22 @@ from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import Task
 from mimo_core.plan import RunRequest, Selection, plan_run
 from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
+
+PARTITIONS_PER_RUN_ENV = "MIMOAGENT_BACKFILL_PARTITIONS_PER_RUN"
+DEFAULT_PARTITIONS_PER_RUN = 100
+
+
+def backfill_policy(raw: str | None = None) -> BackfillPolicy:
+    """Chunks of N partitions per backfill run, so a big backfill's runs can go in parallel; 0 = one run
+    per partition range (Dagster's single-run policy). Read when the code location loads."""
+    text = (os.environ.get(PARTITIONS_PER_RUN_ENV, "") if raw is None else raw).strip()
+    try:
+        n = int(text) if text else DEFAULT_PARTITIONS_PER_RUN
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"{PARTITIONS_PER_RUN_ENV}={text!r}: expected a whole number of partitions (0 = single run)")
+    return BackfillPolicy.multi_run(n) if n else BackfillPolicy.single_run()
 
 
 class RolloutsConfig(Config):
@@ -102,7 +121,7 @@ def _regrade_sources(
     ],
     name="rollouts",
     can_subset=True,
-    backfill_policy=BackfillPolicy.single_run(),
+    backfill_policy=backfill_policy(),
 )
 def rollouts(
     context: AssetExecutionContext, config: RolloutsConfig, output_store: OutputStore,

@@ -1,14 +1,18 @@
 """A backfill as the UI launches one: submitted to the instance, executed by a real `dagster-daemon`,
-which launches the runs in their own processes. Single-run policy: one run per config, however many
-instances; "missing only" semantics come from the partition selection, as in the UI's dialog. A
+which launches the runs in their own processes. Multi-run policy: one run per config while a config's
+instances fit in one chunk (`MIMOAGENT_BACKFILL_PARTITIONS_PER_RUN`, default 100), more runs side by side
+when they do not; "missing only" semantics come from the partition selection, as in the UI's dialog. A
 backfill whose rollouts hit infrastructure errors is failed, like its runs and its partitions."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from dagster._core.utils import make_new_backfill_id
 
+from mimo_assets.assets.rollouts import PARTITIONS_PER_RUN_ENV
 from mimo_assets.definitions import defs
 from mimo_assets.helpers.home import POSTGRES_URL_ENV
 from mimo_core.testing.tasks import write_named_config, write_tasks
@@ -63,11 +68,7 @@ def test_ui_backfill_runs_through_the_daemon_one_run_per_config(
     keys = [pk(data, f"greet-{i}", c) for i in range(3) for c in ("good", "bad")]
     backfill_id = _submit(instance, keys)
 
-    with open(tmp_path / "daemon.log", "w") as log:
-        daemon = subprocess.Popen([str(REPO / ".venv" / "bin" / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-                                  cwd=REPO, env={**os.environ}, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
-    try:
+    with _daemon(tmp_path):
         _wait(instance, backfill_id, tmp_path)
         runs = [r for r in instance.get_runs() if r.tags.get("dagster/backfill") == backfill_id]
         assert len(runs) == 2, [r.tags for r in runs]  # one per config, not one per partition
@@ -92,6 +93,49 @@ def test_ui_backfill_runs_through_the_daemon_one_run_per_config(
         for m in instance.fetch_materializations(AssetKey("rollouts"), limit=100).records:
             counts[m.asset_materialization.partition] = counts.get(m.asset_materialization.partition, 0) + 1
         assert counts == {k: 1 for k in keys}
+
+
+def test_big_backfill_runs_in_chunks_side_by_side_each_partition_once(
+    tmp_path: Path, dagster_env, llm, monkeypatch,
+) -> None:
+    """4 partitions of one config, 2 per run: Dagster's multi-run policy makes 2 runs that the run queue
+    starts together; each run's `context.partition_keys` is its own 2 keys, so every partition gets one
+    rollout, in one run."""
+    monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
+    data = write_tasks(tmp_path, 4)
+    instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+    _register(instance, data, [write_named_config(tmp_path, "good")])
+    keys = [pk(data, f"greet-{i}", "good") for i in range(4)]
+    backfill_id = _submit(instance, keys)
+
+    with _daemon(tmp_path, **{PARTITIONS_PER_RUN_ENV: "2"}):
+        _wait(instance, backfill_id, tmp_path)
+    runs = [r for r in instance.get_runs() if r.tags.get("dagster/backfill") == backfill_id]
+    assert len(runs) == 2, [r.tags for r in runs]
+    by_run: dict[str, list[str]] = {}
+    for m in instance.fetch_materializations(AssetKey("rollouts"), limit=100).records:
+        by_run.setdefault(m.run_id, []).append(m.asset_materialization.partition)
+    assert sorted(len(set(p)) for p in by_run.values()) == [2, 2] and sum(map(len, by_run.values())) == 4
+    assert sorted(p for ps in by_run.values() for p in ps) == sorted(keys)
+    assert instance.get_materialized_partitions(AssetKey("graded_results")) == set(keys)
+    runs_dir = Path(dagster_env["MIMOAGENT_OUTPUT_ROOT"]) / "runs"
+    for run_id, partitions in by_run.items():  # one rollout per partition, in the run that owns it
+        rows = [json.loads(line) for line in (runs_dir / run_id / "results.jsonl").read_text().splitlines()]
+        assert sorted(pk(data, row["instance_id"], "good") for row in rows) == sorted(partitions)
+    first, second = sorted((instance.get_run_record_by_id(r.run_id) for r in runs), key=lambda rec: rec.start_time)
+    assert second.start_time < first.end_time, "the chunks ran one after the other"
+
+
+@contextmanager
+def _daemon(tmp_path: Path, **env: str) -> Iterator[None]:
+    """A real `dagster-daemon` on this test's instance; killed with the runs it launched."""
+    with open(tmp_path / "daemon.log", "w") as log:
+        daemon = subprocess.Popen([str(REPO / ".venv" / "bin" / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+                                  cwd=REPO, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        yield
     finally:
         os.killpg(daemon.pid, signal.SIGKILL)  # the daemon and the run processes it launched
         daemon.wait()

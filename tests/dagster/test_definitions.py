@@ -82,16 +82,14 @@ def test_config_folder_sensor_registers_new_and_edited_files_once(tmp_path: Path
     assert req.run_config["ops"]["config_files"]["config"]["paths"] == [str((tmp_path / "b.yaml").resolve())]
 
 
-def test_backfill_of_many_partitions_becomes_one_run_per_config(tmp_path: Path) -> None:
-    """What the backfill daemon does with a single-run policy: one partition range (one run) per config
-    over a contiguous run of instances, however many partitions it covers."""
-    from dagster import BackfillPolicy, DagsterInstance
+def test_backfill_of_many_partitions_becomes_one_range_per_config(tmp_path: Path) -> None:
+    """What the backfill daemon starts from: one partition range per config over a contiguous run of
+    instances, however many partitions it covers (the multi-run policy then cuts each range in chunks)."""
+    from dagster import DagsterInstance
     from dagster._core.definitions.partitions.context import partition_loading_context
 
-    from mimo_assets.definitions import defs
     from mimo_assets.partitions import CONFIG_DIM, register, register_instances, rollout_partitions
 
-    assert defs.resolve_assets_def("rollouts").backfill_policy == BackfillPolicy.single_run()
     (tmp_path / "home").mkdir()
     with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
         register_instances(instance, "ds", [f"i{n:04d}" for n in range(2000)])
@@ -101,6 +99,41 @@ def test_backfill_of_many_partitions_becomes_one_run_per_config(tmp_path: Path) 
             subset = rollout_partitions.empty_subset().with_partition_keys(keys)
             ranges = subset.get_partition_key_ranges(rollout_partitions)
     assert sorted((r.start, r.end) for r in ranges) == [("a|ds/i0000", "a|ds/i1999"), ("b|ds/i0000", "b|ds/i1999")]
+
+
+def test_multi_run_backfill_chunks_cover_each_selected_partition_once(tmp_path: Path) -> None:
+    """Dagster's multi-run policy on the instance × config partitions: each chunk is a range of at most N
+    keys that a run resolves (as `context.partition_keys`) to exactly its share of the selection: no
+    key twice, none lost, none unselected, also around a hole in the selection."""
+    from dagster import AssetKey, BackfillPolicy, DagsterInstance, PartitionKeyRange
+    from dagster._core.definitions.automation_tick_evaluation_context import (
+        _build_run_requests_with_backfill_policy,
+    )
+    from dagster._core.definitions.partitions.context import partition_loading_context
+
+    from mimo_assets.assets.rollouts import DEFAULT_PARTITIONS_PER_RUN, PARTITIONS_PER_RUN_ENV, backfill_policy
+    from mimo_assets.partitions import CONFIG_DIM, register, register_instances, rollout_partitions
+
+    assert backfill_policy("") == BackfillPolicy.multi_run(DEFAULT_PARTITIONS_PER_RUN)
+    assert backfill_policy("0") == BackfillPolicy.single_run()
+    with pytest.raises(ValueError, match=PARTITIONS_PER_RUN_ENV):
+        backfill_policy("lots")
+    (tmp_path / "home").mkdir()
+    with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        register_instances(instance, "ds", [f"i{n}" for n in range(7)])
+        register(instance, CONFIG_DIM, ["a", "b"])
+        selected = {str(partition_key("ds", f"i{n}", c)) for n in range(7) for c in ("a", "b") if n != 3}
+        with partition_loading_context(dynamic_partitions_store=instance):
+            requests = _build_run_requests_with_backfill_policy(
+                [AssetKey("rollouts")], [], backfill_policy("2"), frozenset(selected), rollout_partitions,
+                tags={}, dynamic_partitions_store=instance)
+            chunks = [rollout_partitions.get_partition_keys_in_range(PartitionKeyRange(
+                r.tags["dagster/asset_partition_range_start"], r.tags["dagster/asset_partition_range_end"]))
+                for r in requests]
+    assert len(requests) == 8  # per config: ranges i0-i2 and i4-i6, each cut in 2 + 1
+    assert all(1 <= len(c) <= 2 for c in chunks)
+    flat = [str(k) for c in chunks for k in c]
+    assert sorted(flat) == sorted(selected)
 
 
 def test_analytics_sensor_fires_once_new_graded_results_land_and_nothing_runs(tmp_path: Path) -> None:
