@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -148,3 +149,21 @@ def test_paired_flag_runs_every_config_on_every_instance_and_random_ab_one_each(
     run_cli([*base, "--paired", "-o", str(tmp_path / "paired")], llm, dagster_env)
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
         pk(data, f"greet-{i}", c) for c in ("good", "bad") for i in range(4)}
+
+
+def test_a_key_echoed_in_an_error_body_never_reaches_the_dagster_event_log(
+    tmp_path: Path, dagster_env, llm,
+) -> None:
+    """A 401 whose body echoes the key fails one rollout (model_auth_error): the failure reaches Dagster
+    with the server's message, the key scrubbed, in no file of the instance nor of the output."""
+    data = write_tasks(tmp_path, 2)
+    good = write_named_config(tmp_path, "good")
+    llm.inject(401, body={"error": {"message": f"Incorrect API key provided: {SECRET}.", "type": "invalid_api_key"}})
+    out = tmp_path / "out"
+    run_cli(["-c", str(good), "--dataset", str(data), "-o", str(out), "--workers", "1"], llm, dagster_env)
+    statuses = sorted(json.loads(line)["exit_status"] for line in (out / "results.jsonl").read_text().splitlines())
+    assert statuses == ["model_auth_error", "submitted"], statuses
+    home = Path(dagster_env["DAGSTER_HOME"])
+    stored = b"".join(p.read_bytes() for p in home.rglob("*") if p.is_file())
+    assert b"Incorrect API key provided: ***" in stored or POSTGRES_URL_ENV in dagster_env
+    _assert_no_secret(dagster_env, home, out)
