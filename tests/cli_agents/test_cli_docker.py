@@ -1,9 +1,11 @@
-"""CLI agents in Docker: the container (the test base image, which has no Node) runs the host's cached
-install in place through a read-only mount (runtime included; copied in where there is no mount) and
-reaches the recording proxy on its network's gateway."""
+"""CLI agents in Docker: the container (the test base image, which has no Node and no pip) runs the host's
+cached install in place through a read-only mount (runtime included; copied in where there is no mount;
+mini-swe-agent as wheels for the container's python3) and reaches the recording proxy on its network's
+gateway."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from mimo_core.agents.cli import install, placement, spec_for
+from mimo_core.config import AgentConfig
+from mimo_core.errors import ConfigError
 from mimo_core.testing.dockerd import BASE_IMAGE
 from mimo_core.testing.scripted_llm import Reply, call, turns
 from tests.cli_agents.conftest import DEAD_REGISTRY, leaked_files, recorded_calls, run_cli_rollout
@@ -48,6 +52,10 @@ def _placed_from(rollout: Path) -> str:
     return log.split(f"{placement.MOUNTED_CACHE}/", 1)[1].split("/bin/", 1)[0] if placement.MOUNTED_CACHE in log else ""
 
 
+DONE = Reply(content="done")
+SUBMIT = call("bash", command="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")  # mini-swe-agent's way to finish
+
+
 @pytest.mark.parametrize(("cli", "protocol", "calls"), [
     ("claude-code", "anthropic", [("Bash", {"command": EDIT})]),
     ("codex", "responses", [("exec_command", {"cmd": EDIT})]),
@@ -56,21 +64,28 @@ def _placed_from(rollout: Path) -> str:
     ("qwen-code", "chat", [("read_file", {"file_path": "/testbed/greeting.txt"}),
                            ("run_shell_command", {"command": EDIT, "is_background": False})]),
     ("gemini-cli", "gemini", [("run_shell_command", {"command": EDIT})]),
+    ("mini-swe-agent", "chat", [("bash", {"command": EDIT})]),
 ])
 def test_cli_agent_runs_in_a_container_without_node_and_passes(
         cli: str, protocol: str, calls: list, tmp_path: Path, scripted_llm, dockerd,  # noqa: F811
         base_image_has_no_node) -> None:
-    scripted_llm.set_responder(turns(*[Reply(tool_calls=[c]) for c in calls], Reply(content="done")))
+    end = SUBMIT if cli == "mini-swe-agent" else DONE
+    scripted_llm.set_responder(turns(*[Reply(tool_calls=[c]) for c in calls], end))
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, cli, protocol, row={"image": BASE_IMAGE},
                                             environment={"environment_class": "docker", "timeout": 120})
     assert (record.exit_status, record.passed) == ("submitted", True), \
         (rollout / "instance.log").read_text() + "\n".join(f"{m.role}: {m.content}" for m in traj.messages[2:])
     assert "+goodbye" in (traj.submission or "")
-    assert [m.role for m in traj.messages][-3:] == ["assistant", "tool", "assistant"]
+    tail = ["assistant", "tool", "assistant"] + (["tool"] if end.tool_calls else [])
+    assert [m.role for m in traj.messages][-len(tail):] == tail
+    assert [json.loads(c.arguments) for m in traj.messages for c in m.tool_calls or ()][:len(calls)] == \
+        [args for _, args in calls]
     assert len(recorded_calls(rollout, scripted_llm)) == len(calls) + 1
     assert leaked_files(tmp_path / "out", SECRET) == []
     spec = spec_for(cli)
-    assert spec is not None and _placed_from(rollout) == f"{cli}/{spec.default_version}"  # in place, not copied
+    # in place, not copied; a PyPI CLI as wheels for the image's python3 (3.11 in bookworm)
+    folder = spec.default_version + ("-cp311" if spec.ecosystem == "pypi" else "") if spec else ""
+    assert _placed_from(rollout) == f"{cli}/{folder}"
 
 
 def test_a_payload_installs_into_a_container_that_reaches_only_the_proxy(
@@ -100,10 +115,14 @@ def test_without_the_mount_the_install_is_streamed_into_the_container(make_docke
     assert host_dir.with_name(host_dir.name + ".contents.tar").is_file()
 
 
-def test_mini_swe_agent_in_a_container_is_a_config_error(tmp_path: Path, scripted_llm, dockerd) -> None:  # noqa: F811
-    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "mini-swe-agent", "chat", row={"image": BASE_IMAGE},
-                                   environment={"environment_class": "docker", "timeout": 120}, exit_code=None)
-    assert record.exit_status == "config_error" and "environment_class: local" in (record.error or "")
+def test_a_container_without_python3_cannot_run_mini_swe_agent_and_says_so(make_docker_env) -> None:  # noqa: F811
+    env = make_docker_env(cwd="/testbed")
+    assert env.execute("rm /usr/bin/python3 && ! command -v python3").returncode == 0
+    spec = spec_for("mini-swe-agent")
+    assert spec is not None
+    with pytest.raises(ConfigError, match=r"needs python3 \(>= 3.10\) in the sandbox's image") as err:
+        placement.obtain(spec, spec.default_version, AgentConfig(type="mini-swe-agent"), print, env)
+    assert "\n" not in str(err.value)
 
 
 def test_a_container_without_network_is_an_environment_error_saying_why(tmp_path: Path, scripted_llm,

@@ -6,7 +6,9 @@ An install is a self-contained folder (the same folder a payload archive holds):
       manifest.json           what it is: CLI, package, version, runtime
       bin/<name>              launcher: runs the CLI with the bundled runtime; relocatable
       node_modules/ ...       npm CLIs, with `runtime/bin/node` from the npm registry's node-linux-<arch>
-      venv/ ...               PyPI CLIs
+      venv/ ...               PyPI CLIs, for this host's Python
+    <cache>/cli/<name>/<version>-cp<XY>/site/   PyPI CLIs for a sandbox's own python3 X.Y (containers):
+                                                wheels only, run with PYTHONPATH=site
 
 It is built in a side folder and renamed into place, under a lock, so concurrent rollouts install once
 and a killed install never leaves a half folder that looks finished. Sandboxes that share the host's
@@ -99,11 +101,13 @@ def installed(dest: Path) -> Manifest | None:
         return None
 
 
-def ensure_installed(spec: CliSpec, version: str, install_env: dict[str, str], log=print) -> Path:
-    """The cache folder of `spec` at `version`, installing it from its registry the first time."""
+def ensure_installed(spec: CliSpec, version: str, install_env: dict[str, str], log=print,
+                     python: str | None = None) -> Path:
+    """The cache folder of `spec` at `version`, installing it from its registry the first time. `python`
+    ("3.11"): a PyPI CLI for that Python of a sandbox rather than for this host's (a venv)."""
     if version == "latest":
         version = latest_version(spec, install_env)
-    dest = cache_root() / "cli" / spec.name / version
+    dest = cache_root() / "cli" / spec.name / (f"{version}-cp{python.replace('.', '')}" if python else version)
     if installed(dest):
         return dest
     with locked(dest):
@@ -114,12 +118,15 @@ def ensure_installed(spec: CliSpec, version: str, install_env: dict[str, str], l
         try:
             if spec.ecosystem == "npm":
                 _install_npm(spec, version, work, installer_env(install_env))
+            elif python:
+                _install_pypi_for(spec, version, work, installer_env(install_env), python)
             else:
                 _install_pypi(spec, version, work, installer_env(install_env))
             spec.after_install(work)
             write_launcher(spec, work)
             manifest = Manifest(cli=spec.name, package=spec.package, version=version, ecosystem=spec.ecosystem,
-                                runtime=f"node-{NODE_VERSION}" if spec.needs_node else None, arch=node_arch())
+                                runtime=f"node-{NODE_VERSION}" if spec.needs_node else (python and f"python{python}"),
+                                arch=node_arch())
             (work / "manifest.json").write_text(manifest.model_dump_json(indent=1))
             os.rename(work, dest)
         finally:
@@ -181,6 +188,24 @@ def _install_pypi(spec: CliSpec, version: str, work: Path, env: dict[str, str]) 
     else:
         _run([sys.executable, "-m", "venv", str(venv)], env, spec, version)
         _run([str(venv / "bin" / "python"), "-m", "pip", "install", f"{spec.package}=={version}"], env, spec, version)
+
+
+def _install_pypi_for(spec: CliSpec, version: str, work: Path, env: dict[str, str], python: str) -> None:
+    """Wheels for another machine's CPython `python` (linux, glibc >= 2.28) into work/site, bytecode
+    compiled here (the sandbox sees the folder read-only)."""
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    target = f"{spec.package}=={version}"
+    if shutil.which("uv"):
+        argv = ["uv", "pip", "install", "--target", str(work / "site"), "--python-version", python,
+                "--python-platform", f"{machine}-manylinux_2_28", "--no-build", "--compile-bytecode", target]
+    else:
+        argv = [sys.executable, "-m", "pip", "install", "--target", str(work / "site"), "--python-version", python,
+                "--platform", f"manylinux_2_28_{machine}", "--implementation", "cp", "--only-binary=:all:", target]
+    try:
+        _run(argv, env, spec, version)
+    except ConfigError as e:  # the resolver's "no solution" also means "no wheels for that Python"
+        raise ConfigError(f"{spec.package}@{version} cannot be installed for the sandbox's Python {python} "
+                          f"(no such version, or no {machine} wheels for it): {e}") from None
 
 
 def write_launcher(spec: CliSpec, folder: Path) -> None:

@@ -1,6 +1,7 @@
 """mini-swe-agent (PyPI mini-swe-agent): OpenAI-compatible chat completions through litellm, not streamed.
 
-Installed into a relocatable virtualenv (uv) in the per-version cache. Headless: `mini -y
+Installed into a relocatable virtualenv (uv) in the per-version cache; for a container, as wheels for the
+container's own python3 (site/, run with PYTHONPATH; see install.py). Headless: `mini -y
 --exit-immediately` with the task as `-t`, its stock mini.yaml, `agent.step_limit` from ours and no cost
 limit of its own (ours are applied from the proxy's records). The model is `openai/<model_name>` with
 OPENAI_API_BASE / OPENAI_API_KEY from the environment; litellm's price map is read locally (no fetch).
@@ -23,9 +24,11 @@ class MiniSweAgent(CliSpec):
     default_version = "2.4.6"
     protocol = "chat"
     session_globs = ("trajectory.json",)
+    check_args = "--help"  # it has no --version
 
     def launcher_body(self, node: str) -> str:
-        return 'exec "$D/venv/bin/python" -m minisweagent.run.mini "$@"'
+        return ('[ -d "$D/site" ] && PYTHONPATH="$D/site${PYTHONPATH:+:$PYTHONPATH}" exec python3 -m '
+                'minisweagent.run.mini "$@"\nexec "$D/venv/bin/python" -m minisweagent.run.mini "$@"')
 
     def command(self, run: CliRun) -> str:
         limits = ["-c", "mini.yaml", "-c", f"agent.step_limit={run.step_limit}", "-c", "agent.cost_limit=0"]

@@ -30,14 +30,30 @@ def cache_mount() -> dict[str, str]:
     return {str(root): MOUNTED_CACHE}
 
 
-def obtain(spec: CliSpec, version: str, cfg: AgentConfig, log: Callable[[str], None]) -> Path:
+def obtain(spec: CliSpec, version: str, cfg: AgentConfig, log: Callable[[str], None], env: Environment) -> Path:
     """The host folder holding `spec` at `version`: from the payload when one is configured, else the
-    registry (through the config's mirrors), cached per version either way."""
+    registry (through the config's mirrors), cached per version either way. A PyPI CLI for a container is
+    installed for the container's python3 (cached per version and Python version)."""
+    if spec.ecosystem == "pypi" and not shares_host_files(env):
+        if cfg.payload_path or cfg.payload_url:
+            raise ConfigError(f"agent.payload_path/payload_url: a {spec.name} payload is a virtualenv of this "
+                              "host's Python; a container installs it from the registry (agent.install_env)")
+        return install.ensure_installed(spec, version, cfg.install_env, log, python=sandbox_python(env, spec))
     if cfg.payload_path:
         return payload.unpack(Path(cfg.payload_path).expanduser(), spec, version)
     if cfg.payload_url:
         return payload.unpack(payload.download(cfg.payload_url, log), spec, version)
     return install.ensure_installed(spec, version, cfg.install_env, log)
+
+
+def sandbox_python(env: Environment, spec: CliSpec) -> str:
+    """The X.Y of the sandbox's python3, which a PyPI CLI runs on there."""
+    probe = env.execute("python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'", timeout=60)
+    version = probe.output.strip().splitlines()[-1:] if probe.returncode == 0 else []
+    if not version or not version[0].replace(".", "").isdigit():
+        raise ConfigError(f"agent.type {spec.name} needs python3 (>= 3.10) in the sandbox's image, and "
+                          f"{env.spec.image or 'the image'} has none: {probe.output.strip()[-200:] or 'not found'}")
+    return version[0]
 
 
 def shares_host_files(env: Environment) -> bool:
@@ -50,13 +66,10 @@ def place(env: Environment, host_dir: Path, spec: CliSpec, version: str) -> str:
     """The install's path as the sandbox sees it."""
     if shares_host_files(env):
         return str(host_dir)
-    if spec.ecosystem == "pypi":
-        raise ConfigError(f"agent.type {spec.name}: its install is a virtualenv of this host's Python, which a "
-                          "container does not have; run it with environment_class: local")
     target = _mounted(env, host_dir, spec) or f"{IN_SANDBOX_ROOT}/{spec.name}-{version}"
     if env.execute(f"test -x {shlex.quote(target)}/bin/{spec.name}", timeout=60).returncode != 0:
         _copy_in(env, host_dir, target, spec, version)
-    check = env.execute(f"{shlex.quote(target)}/bin/{spec.name} --version", timeout=120)
+    check = env.execute(f"{shlex.quote(target)}/bin/{spec.name} {spec.check_args} </dev/null", timeout=120)
     if check.returncode != 0:
         raise SandboxError(f"{spec.package}@{version} does not start in the sandbox: {check.output.strip()[-300:]}")
     return target

@@ -69,7 +69,7 @@ class CliAgent:
         spec, cfg = self.spec, self.config
         prompt = render(cfg.instance_template, {**task.template_vars(), "cwd": env.spec.cwd}, "agent.instance_template")
         proxy_host, bind = placement.proxy_address(env, spec.name)  # before the install: a sandbox without
-        host_dir = placement.obtain(spec, self.version, cfg, ctx.log)  # a way to the model fails at once
+        host_dir = placement.obtain(spec, self.version, cfg, ctx.log, env)  # a way to the model fails at once
         home = placement.place(env, host_dir, spec, self.version)
         state = f"{env.scratch_dir.rstrip('/')}/{spec.name}"
         env.execute(f"mkdir -p {shlex.quote(state)}", timeout=60)

@@ -56,6 +56,7 @@ class CliSpec:
     needs_node: ClassVar[bool] = False
     # Where a CLI writes files worth keeping: globs relative to state_dir (its session logs).
     session_globs: ClassVar[tuple[str, ...]] = ()
+    check_args: ClassVar[str] = "--version"  # a quick run that proves the placed install starts
 
     def launcher_body(self, node: str) -> str:
         """Shell lines run by bin/<name> with $D set to the install folder; must `exec` the CLI with "$@".
