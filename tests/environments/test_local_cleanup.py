@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
 
 from mimo_core.environments.local_cleanup import (
@@ -16,7 +17,7 @@ from mimo_core.environments.local_cleanup import (
     read_label,
     remove_tree,
 )
-from mimo_core.environments.local_procs import SANDBOX_VAR
+from mimo_core.environments.local_procs import SANDBOX_VAR, marked_pids
 from tests.environments.conftest import MakeEnv
 
 
@@ -42,14 +43,21 @@ def test_the_sweep_removes_dead_runners_sandboxes_with_their_processes_and_keeps
     live.execute("sleep 300 >/dev/null 2>&1 &")
     stale = root / "mimo-stale"
     stale.mkdir()
-    (stale / LABEL_FILE).write_text(SandboxLabel(sandbox_id="deadbeef", host=os.uname().nodename,
+    stale_id = uuid.uuid4().hex[:12]
+    (stale / LABEL_FILE).write_text(SandboxLabel(sandbox_id=stale_id, host=os.uname().nodename,
                                                  pid=_dead_pid()).model_dump_json())
-    orphan = subprocess.Popen(["sleep", "301"], env={**os.environ, SANDBOX_VAR: "deadbeef"},
+    orphan = subprocess.Popen(["/bin/sleep", "301"], env={**os.environ, SANDBOX_VAR: stale_id},
                               start_new_session=True)
     unlabelled = root / "mimo-not-ours"
     unlabelled.mkdir()
+    assert marked_pids(SANDBOX_VAR, stale_id) == [orphan.pid]
     assert cleanup([str(root)], stale_only=True) == 1
-    orphan.wait(timeout=5)  # killed
+    try:
+        orphan.wait(timeout=10)  # killed
+    except subprocess.TimeoutExpired:
+        state = Path(f"/proc/{orphan.pid}/status").read_text().splitlines()[:3]
+        raise AssertionError(f"the stale sandbox's process survived the sweep: {state}, "
+                             f"found now: {marked_pids(SANDBOX_VAR, stale_id)}") from None
     assert orphan.returncode == -9
     assert not stale.exists() and unlabelled.exists() and Path(live.spec.cwd).exists()
     assert live.execute("echo alive").output == "alive\n"
