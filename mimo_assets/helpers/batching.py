@@ -26,6 +26,8 @@ from dagster._core.events import (
     generate_event_batch_id,
 )
 
+from mimo_assets.helpers.pointers import fill_pointers, split_ready
+
 T = TypeVar("T")
 MAX_BATCH = 500
 _END = object()
@@ -76,7 +78,18 @@ def _step_context(context: Any) -> Any:
 
 def log_batch(context: OpExecutionContext | Any, events: list[AssetMaterialization | AssetMaterializationFailure],
               ) -> None:
-    """Log one batch of materializations (and materialization failures) in the running step."""
+    """Log one batch of materializations (and materialization failures) in the running step: in stages
+    when some events point at others of the same batch (a graded result at its rollouts), so each
+    pointer holds the storage id of the event it names (helpers/pointers.py)."""
+    pending = list(events)
+    while pending:
+        ready, waiting = split_ready(pending)
+        _store(context, ready)
+        pending = fill_pointers(context.instance, ready, waiting) if waiting else []
+
+
+def _store(context: OpExecutionContext | Any, events: list[AssetMaterialization | AssetMaterializationFailure],
+           ) -> None:
     if not events:
         return
     # Dagster buffers events carrying batch metadata only while this is > 0 (read at every event).

@@ -59,6 +59,17 @@ def _backfill(instance: DagsterInstance, data: Path) -> None:
     _run(instance, ROLLOUT_KEYS, partition_key=pk(data, "greet-1", "bad"))
 
 
+def _assert_points_at(instance: DagsterInstance, child: str, parent: str) -> None:
+    """Each partition's `child` event points at the storage id of that partition's `parent` event."""
+    records = instance.fetch_materializations(AssetKey(parent), limit=100).records
+    parents = {r.partition_key: r.storage_id for r in records}
+    children = instance.fetch_materializations(AssetKey(child), limit=100).records
+    assert len(children) == len(parents) == 5
+    for rec in children:
+        pointer = rec.asset_materialization.tags[f"dagster/input_event_pointer/{parent}"]
+        assert pointer == str(parents[rec.partition_key]), (child, rec.partition_key, pointer)
+
+
 def test_loading_inputs_registers_instance_and_config_partitions(tmp_path: Path, instance) -> None:
     data = _register_inputs(tmp_path, instance)  # loaded in the UI: every row is planned
     assert sorted(instance.get_dynamic_partitions("instance")) == [f"{dataset_name(str(data))}/greet-{i}"
@@ -72,6 +83,8 @@ def test_a_partition_range_materializes_in_one_run_and_a_regrade_adds_graded_res
     data = _register_inputs(tmp_path, instance)
     _backfill(instance, data)
     assert len(instance.get_runs()) == 4  # 2 input runs, 1 for the whole range, 1 for the single partition
+    _assert_points_at(instance, "judge_scores", "rollouts")  # Dagster's lineage: storage ids, never "NULL"
+    _assert_points_at(instance, "graded_results", "judge_scores")
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
         *(pk(data, f"greet-{i}", "good") for i in range(4)), pk(data, "greet-1", "bad")}
     mat = instance.fetch_materializations(AssetKey("rollouts"), limit=10).records[-1].asset_materialization

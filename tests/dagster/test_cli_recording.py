@@ -87,8 +87,12 @@ def _assert_lineage(instance: DagsterInstance) -> None:
         rollout_dir = Path(meta["trajectory"]).parent.relative_to(meta["output_dir"])
         assert meta["viewer"] == rollout_url(meta["output_dir"], str(rollout_dir))  # that rollout's viewer page
     rollout_versions = {m.partition: m.tags["dagster/data_version"] for m in _materializations(instance, "rollouts")}
+    rollout_ids = {r.partition_key: r.storage_id
+                   for r in instance.fetch_materializations(AssetKey("rollouts"), limit=1000).records}
     for mat in _materializations(instance, "graded_results"):
         assert mat.tags["dagster/input_data_version/rollouts"] == rollout_versions[mat.partition]
+        # Dagster's own link: the storage id of that partition's rollouts event, not "NULL"
+        assert mat.tags["dagster/input_event_pointer/rollouts"] == str(rollout_ids[mat.partition])
         assert mat.metadata["reward"].value == (1.0 if mat.partition.startswith("good|") else 0.0)
 
 

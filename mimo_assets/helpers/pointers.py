@@ -1,0 +1,67 @@
+"""Dagster's input event pointers between the events of one partition that are logged together.
+
+A partition's rollouts, judge scores and graded results are built at once, but a graded result's
+`dagster/input_event_pointer/rollouts` tag must hold the storage id of the rollouts event, which the
+event log assigns only when it stores it. So a batch is stored in stages: first every event that
+points at nothing else in the batch, then, with the ids of what was just stored looked up (one query
+per asset key), the events that point at those, and so on. Lineage in the UI then links a graded
+result to the very rollouts event it was computed from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dagster import AssetMaterialization, AssetRecordsFilter, DagsterInstance
+from dagster._core.definitions.events import AssetMaterializationFailure
+
+POINTER = "dagster/input_event_pointer/"
+UNSTORED = "NULL"  # what events.py writes for an input whose event is not stored yet
+
+Event = AssetMaterialization | AssetMaterializationFailure
+
+
+def _waits_on(event: Event) -> set[str]:
+    """Asset keys (user strings) this event points at without a storage id yet."""
+    if not isinstance(event, AssetMaterialization):
+        return set()
+    return {tag[len(POINTER):] for tag, value in (event.tags or {}).items()
+            if tag.startswith(POINTER) and value == UNSTORED}
+
+
+def split_ready(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
+    """(events to store now, events that point at one of those in the same partition)."""
+    present = {(e.asset_key.to_user_string(), e.partition) for e in events}
+    ready: list[Event] = []
+    waiting: list[Event] = []
+    for e in events:
+        blocked = any((key, e.partition) in present for key in _waits_on(e))
+        (waiting if blocked else ready).append(e)
+    return ready, waiting
+
+
+def fill_pointers(instance: DagsterInstance, stored: Sequence[Event], waiting: Sequence[Event]) -> list[Event]:
+    """`waiting` with its pointers at the `stored` events set to their storage ids (read back newest first:
+    each partition's newest event of that asset is the one just stored)."""
+    wanted: dict[str, set[str]] = {}
+    for e in waiting:
+        for key in _waits_on(e):
+            wanted.setdefault(key, set()).add(str(e.partition))
+    by_key = {e.asset_key.to_user_string(): e.asset_key for e in stored if isinstance(e, AssetMaterialization)}
+    ids: dict[tuple[str, str], int] = {}
+    for key, partitions in wanted.items():
+        if key not in by_key:
+            continue
+        result = instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=by_key[key], asset_partitions=sorted(partitions)), limit=len(partitions))
+        for rec in result.records:
+            ids.setdefault((key, str(rec.partition_key)), rec.storage_id)
+    out: list[Event] = []
+    for e in waiting:
+        found = {key: ids[(key, str(e.partition))] for key in _waits_on(e) if (key, str(e.partition)) in ids}
+        if found and isinstance(e, AssetMaterialization):
+            e = AssetMaterialization(e.asset_key, description=e.description, metadata=e.metadata,
+                                     partition=e.partition,
+                                     tags={**(e.tags or {}), **{POINTER + k: str(v) for k, v in found.items()}})
+        out.append(e)
+    return out
