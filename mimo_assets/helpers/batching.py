@@ -26,17 +26,19 @@ from dagster._core.events import (
     generate_event_batch_id,
 )
 
-from mimo_assets.helpers.pointers import fill_pointers, split_ready
+from mimo_assets.helpers.pointers import Event, fill_pointers, split_ready
 
 T = TypeVar("T")
 MAX_BATCH = 500
+IDLE_FLUSH_S = 1.0
 _END = object()
 
 
-def batches(source: Iterable[T], max_size: int = MAX_BATCH) -> Iterator[list[T]]:
+def batches(source: Iterable[T], max_size: int = MAX_BATCH, idle_s: float = IDLE_FLUSH_S) -> Iterator[list[T]]:
     """Items of `source` (a blocking iterator, e.g. rollouts finishing) in lists: each list holds the
     first item that arrives plus whatever else is already waiting, up to `max_size`. Never waits for a
-    batch to fill, so the last record is logged as soon as it arrives."""
+    batch to fill, so the last record is logged as soon as it arrives; an empty list after `idle_s`
+    seconds with nothing new, so a consumer can store what it held back (StagedLog)."""
     pending: queue.SimpleQueue[Any] = queue.SimpleQueue()
     failure: list[BaseException] = []
 
@@ -52,7 +54,11 @@ def batches(source: Iterable[T], max_size: int = MAX_BATCH) -> Iterator[list[T]]
     threading.Thread(target=pump, name="mimo-batches", daemon=True).start()
     done = False
     while not done:
-        item = pending.get()
+        try:
+            item = pending.get(timeout=idle_s)
+        except queue.Empty:
+            yield []
+            continue
         if item is _END:
             break
         batch = [item]
@@ -76,20 +82,33 @@ def _step_context(context: Any) -> Any:
     return op_context._step_execution_context
 
 
-def log_batch(context: OpExecutionContext | Any, events: list[AssetMaterialization | AssetMaterializationFailure],
-              ) -> None:
-    """Log one batch of materializations (and materialization failures) in the running step: in stages
-    when some events point at others of the same batch (a graded result at its rollouts), so each
-    pointer holds the storage id of the event it names (helpers/pointers.py)."""
-    pending = list(events)
-    while pending:
-        ready, waiting = split_ready(pending)
-        _store(context, ready)
-        pending = fill_pointers(context.instance, ready, waiting) if waiting else []
+class StagedLog:
+    """Logs a step's batches of events. An event that points at another event of its partition in the
+    same batch (a graded result at its rollouts) is held back to the next store, with the storage id of
+    that event filled in (helpers/pointers.py): each pointer holds a real id, and a batch still costs one
+    storage transaction. What is held is stored by the next batch, by an idle tick of `batches` (≤ 1 s
+    later) or by `flush`."""
+
+    def __init__(self, context: OpExecutionContext | Any):
+        self.context = context
+        self.held: list[Event] = []
+        self.stored: list[Event] = []
+
+    def log(self, events: list[Event]) -> None:
+        if not events and not self.held:
+            return
+        held = fill_pointers(self.context.instance, self.stored, self.held) if self.held else []
+        ready, self.held = split_ready([*held, *events])
+        _store(self.context, ready)
+        self.stored = ready
+
+    def flush(self) -> None:
+        while self.held:
+            self.log([])
 
 
-def _store(context: OpExecutionContext | Any, events: list[AssetMaterialization | AssetMaterializationFailure],
-           ) -> None:
+def _store(context: OpExecutionContext | Any, events: list[Event]) -> None:
+    """Log one batch of materializations (and materialization failures) in the running step."""
     if not events:
         return
     # Dagster buffers events carrying batch metadata only while this is > 0 (read at every event).
@@ -118,13 +137,17 @@ def emit_all(
     """Yield single events (the step logs them), log batches; then fail the step if any partition
     failed, so a run with infrastructure errors is never green (its finished partitions stay recorded)."""
     failed: dict[str, str] = {}
-    for item in items:
-        if isinstance(item, list):
-            log_batch(context, item)
-            failed.update({str(f.partition): str(f.description) for f in item
-                           if isinstance(f, AssetMaterializationFailure)})
-        else:
-            yield item
+    staged = StagedLog(context)
+    try:
+        for item in items:
+            if isinstance(item, list):
+                staged.log(item)
+                failed.update({str(f.partition): str(f.description) for f in item
+                               if isinstance(f, AssetMaterializationFailure)})
+            else:
+                yield item
+    finally:  # what finished is recorded even when the rollouts stopped with an error
+        staged.flush()
     if failed:
         from dagster import Failure
 

@@ -2,10 +2,10 @@
 
 A partition's rollouts, judge scores and graded results are built at once, but a graded result's
 `dagster/input_event_pointer/rollouts` tag must hold the storage id of the rollouts event, which the
-event log assigns only when it stores it. So a batch is stored in stages: first every event that
-points at nothing else in the batch, then, with the ids of what was just stored looked up (one query
-per asset key), the events that point at those, and so on. Lineage in the UI then links a graded
-result to the very rollouts event it was computed from.
+event log assigns only when it stores it. So an event that points at another one of its batch waits for the
+next store (batching.StagedLog), where the ids of what was stored before are looked up (one query per
+asset key) and filled in. Lineage in the UI then links a graded result to the very rollouts event it
+was computed from.
 """
 
 from __future__ import annotations
