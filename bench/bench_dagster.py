@@ -2,7 +2,7 @@
 
     uv run python -m bench.bench_dagster [--partitions 1000] [--register 100000] [--workers 8] [--no-postgres]
 
-1. Registering 100,000 instance partitions (`register`: one storage call, only new keys) in a fresh
+1. Registering 100,000 planned partitions (`register_planned`: one storage call, only new keys) in a fresh
    SQLite instance.
 2. A `--partitions` CLI run against the scripted LLM at zero latency on the local environment (one
    submit per rollout), with the Dagster observer off (the core alone) and on; the ratio of wall times
@@ -89,12 +89,12 @@ def demo_wait(out: Path, home: Path) -> float:
 def register_partitions(count: int, home: Path) -> float:
     from dagster import DagsterInstance
 
-    from mimo_assets.partitions import register_instances
+    from mimo_assets.partitions import register_planned
 
     with DagsterInstance.from_config(str(home)) as instance:
         ids = [f"bench-instance-{i:06d}" for i in range(count)]
         t0 = time.perf_counter()
-        register_instances(instance, "bench", ids)
+        register_planned(instance, "bench", [(i, "bench") for i in ids])
         return time.perf_counter() - t0
 
 
@@ -159,7 +159,7 @@ def main() -> None:
         os.environ["DAGSTER_HOME"] = str(fresh)
         dagster_home()
         seconds = register_partitions(args.register, fresh)
-        print(f"register {args.register:,} instance partitions: {seconds:.2f} s "
+        print(f"register {args.register:,} planned partitions: {seconds:.2f} s "
               f"({seconds / args.register * 1e6:.1f} µs each)")
 
         warm = work / "warm_home"
@@ -190,7 +190,7 @@ def main() -> None:
         big = ui_load(home)
         print(f"UI graded_results partitions page (chromium wall time, about:blank = {big['blank']:.2f} s): "
               f"{small['page']:.2f} s at {small['partitions_shown']} partitions, {big['page']:.2f} s at "
-              f"{big['partitions_shown']} ({args.register:,} more instances, × every registered config); "
+              f"{big['partitions_shown']} ({args.register:,} more planned cells); "
               f"asset graph {small['graph']:.2f} s -> {big['graph']:.2f} s")
 
 

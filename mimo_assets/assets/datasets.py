@@ -11,7 +11,7 @@ from pydantic import Field
 from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL, DATASET_ROWS, INPUTS_GROUP
 from mimo_assets.helpers.events import run_tags
 from mimo_assets.helpers.inputs import config_events, dataset_events, registered_configs, yaml_files
-from mimo_assets.partitions import dataset_name, register_instances
+from mimo_assets.partitions import dataset_name, register_planned
 from resources import OutputStore
 
 
@@ -25,9 +25,9 @@ class DatasetConfig(Config):
         AssetSpec(DATASET_ROWS, group_name=INPUTS_GROUP, skippable=True, kinds={"python"},
                   description="The benchmark's rows as published (a file, a Harbor folder or a HF dataset)."),
         AssetSpec(CONVERTED_JSONL, deps=[DATASET_ROWS], group_name=INPUTS_GROUP, skippable=True, kinds={"json"},
-                  description="Validated mimoagent JSONL. Loading it here registers one `dataset/instance` "
-                              "partition per row (to backfill from the UI); CLI and evaluate runs register "
-                              "only the rows they select."),
+                  description="Validated mimoagent JSONL. Loading it here plans one `config|dataset/instance` "
+                              "partition per row and registered config (to backfill from the UI); CLI and "
+                              "evaluate runs plan only the cells they run."),
     ],
     name="load_dataset",
 )
@@ -43,7 +43,10 @@ def load_dataset(
     context.log.info(f"{len(tasks)} rows from {source}")
     yield from dataset_events(context.instance, tasks, source, config.split, output_store.datasets_dir(),
                               run_tags(), force=True)
-    register_instances(context.instance, dataset_name(source, config.split), [t.instance_id for t in tasks])
+    configs = list(registered_configs(context.instance))
+    cells = register_planned(context.instance, dataset_name(source, config.split),
+                             [(t.instance_id, c) for t in tasks for c in configs])
+    context.log.info(f"planned {len(cells)} new partitions: {len(tasks)} rows × configs {configs or '(none yet)'}")
 
 
 class ConfigFilesConfig(Config):
@@ -53,11 +56,13 @@ class ConfigFilesConfig(Config):
 
 @multi_asset(
     specs=[AssetSpec(CONFIG_FILES, group_name=INPUTS_GROUP, skippable=True, kinds={"yaml"},
-                     description="Registered config files (name → path); each is one `config` partition.")],
+                     description="Registered config files (name → path). `load_dataset` plans its rows for "
+                                 "every config registered here; CLI and evaluate runs plan their own.")],
     name="config_files",
 )
 def config_files(context: AssetExecutionContext, config: ConfigFilesConfig) -> Iterator[AssetMaterialization]:
-    """Every registered config file (name → path); each registers one `config` partition."""
+    """Every registered config file (name → path). Registering plans nothing: a config becomes partitions
+    when a run plans it, or when a dataset is loaded (again) here."""
     paths = list(config.paths) + yaml_files(config.directory or os.environ.get("MIMOAGENT_CONFIG_DIR", ""))
     paths += [p for p in registered_configs(context.instance).values() if Path(p).exists()]
     yield from config_events(context.instance, list(dict.fromkeys(paths)), run_tags(), force=True)

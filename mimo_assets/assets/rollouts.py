@@ -1,4 +1,4 @@
-"""rollouts → judge scores → graded results, partitioned by instance × config.
+"""rollouts → judge scores → graded results, partitioned by planned cell (`config|dataset/instance`).
 
 One `run_one` produces all three (the judge and the verifier run while the sandbox is alive), so they
 are one step. Backfills from the UI use Dagster's multi-run policy: a selection of partitions runs in
@@ -110,7 +110,7 @@ def _regrade_sources(
         AssetSpec(ROLLOUTS, deps=[CONVERTED_JSONL, CONFIG_FILES], group_name=ROLLOUTS_GROUP, skippable=True,
                   code_version=CODE_VERSION,
                   partitions_def=rollout_partitions, kinds={"python"},
-                  description="K agent rollouts per instance × config: trajectories, exit statuses, usage."),
+                  description="K agent rollouts per planned instance and config: trajectories, exit statuses, usage."),
         AssetSpec(JUDGE_SCORES, deps=[ROLLOUTS], group_name=ROLLOUTS_GROUP, code_version=CODE_VERSION, skippable=True,
                   partitions_def=rollout_partitions,
                   description="Rubric scores from the in-environment judge agent (empty without a judge)."),

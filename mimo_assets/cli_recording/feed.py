@@ -22,7 +22,7 @@ class RecordingHeader(BaseModel):
 
     request: RunRequest
     config_names: list[str]
-    instance_ids: list[str]  # the selected rows, registered as partitions even if the dataset cannot be read
+    instance_ids: list[str]  # the selected rows (finished rollouts of theirs an earlier run never recorded count)
     planned: list[tuple[str, str, int]]  # (instance_id, config_name, k) of every rollout to run
 
 

@@ -16,7 +16,7 @@ from mimo_assets.cli_recording.feed import Feed
 from mimo_assets.helpers.engine import Event, materializations
 from mimo_assets.helpers.events import run_tags
 from mimo_assets.helpers.inputs import config_events, dataset_events, upstream
-from mimo_assets.partitions import dataset_name, partition_key, register_instances
+from mimo_assets.partitions import dataset_name, partition_key, register_planned
 from mimo_core.results import ResultRecord, ResultsStore
 
 
@@ -48,9 +48,11 @@ def record_cli_run(
     except Exception as e:  # the rollouts are the record that matters; say why the dataset is absent
         log.warning(f"dataset {req.dataset!r} not recorded: {type(e).__name__}: {e}")
     dataset = dataset_name(req.dataset, req.split)
-    register_instances(instance, dataset, header.instance_ids)  # the selected rows: "missing" until done
     yield from config_events(instance, req.configs, tags)
     earlier = [] if req.recalc is not None else unrecorded(instance, dataset, feed)
+    # the planned cells (and those of earlier rollouts recorded now): "missing" until done
+    register_planned(instance, dataset, [*((i, c) for i, c, _ in header.planned),
+                                         *((r.instance_id, r.config_name) for r in earlier)])
     if earlier:
         log.info(f"recording {len(earlier)} finished rollout(s) of an earlier run that Dagster never recorded")
     yield from materializations(

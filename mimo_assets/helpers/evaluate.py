@@ -12,7 +12,7 @@ from dagster import AssetMaterialization, DagsterInstance
 
 from mimo_assets.helpers.engine import Event, materializations, run_in_thread
 from mimo_assets.helpers.inputs import config_events, dataset_events, registered_configs, upstream
-from mimo_assets.partitions import dataset_name, register_instances
+from mimo_assets.partitions import dataset_name, register_planned
 from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
 
@@ -41,7 +41,7 @@ def execute(
     yield from config_events(instance, request.configs, tags)
     plan = plan_run(request, tasks)
     dataset = dataset_name(request.dataset, request.split)
-    register_instances(instance, dataset, [t.instance_id for t in plan.tasks])  # planned: "missing" until done
+    register_planned(instance, dataset, [(i, c) for i, c, _ in (j.key for j in plan.jobs)])  # "missing" until done
     log.info(f"{len(plan.jobs)} rollouts to run over {len(plan.tasks)} instances -> {request.output_dir}")
     records = run_in_thread(plan.jobs, cfg.workers, runner.ray_options() if runner else None)
     yield from materializations(

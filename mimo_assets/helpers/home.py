@@ -65,6 +65,6 @@ def get_instance() -> DagsterInstance:
         fcntl.flock(lock, fcntl.LOCK_EX)
         instance = DagsterInstance.from_config(str(home))
         instance.get_runs(limit=1)  # each storage creates its tables on first use
-        instance.get_dynamic_partitions("instance")
+        instance.get_dynamic_partitions("rollout")
         instance.all_instigator_state()
     return instance

@@ -1,8 +1,8 @@
 """The inputs every rollout depends on: the converted dataset and the registered config files.
 
 Both are unpartitioned assets whose materialization is skipped when nothing changed (same data
-version), so re-running a CLI command does not materialize them again. Registering configs adds their
-`config` partitions; `instance` partitions are added by whoever plans rollouts (`register_instances`).
+version), so re-running a CLI command does not materialize them again. Partitions are added by whoever
+plans rollouts (`partitions.register_planned`), not here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dagster import AssetKey, AssetMaterialization, DagsterInstance, MetadataVal
 
 from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL, DATASET_ROWS
 from mimo_assets.helpers.events import _DATA_VERSION, Upstream
-from mimo_assets.partitions import CONFIG_DIM, dataset_name, register
+from mimo_assets.partitions import dataset_name
 from mimo_core.datasets.base import Task
 from mimo_core.results import atomic_write_text
 
@@ -116,7 +116,7 @@ def config_events(
     instance: DagsterInstance, config_paths: list[str], tags: dict[str, str] | None = None,
     force: bool = False,
 ) -> list[AssetMaterialization]:
-    """Register each config as a partition and record name → path (never the file's values: they may
+    """Record each config's name → path (never the file's values: they may
     hold expanded secrets; nor are they expanded here, where the run's variables may be unset).
     Skipped when every file is already registered unchanged."""
     _, _, meta = latest(instance, CONFIG_FILES)
@@ -130,7 +130,6 @@ def config_events(
         if known.get(name) != path or hashes.get(name) != digest:
             known[name], hashes[name] = path, digest
             changed = True
-    register(instance, CONFIG_DIM, list(known))
     if not changed and not force:
         return []
     version = hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()[:16]

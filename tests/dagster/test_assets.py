@@ -11,7 +11,6 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 from mimo_assets.definitions import defs
-from mimo_assets.partitions import dataset_name
 from mimo_core.testing.tasks import write_named_config, write_tasks
 from mimo_core.viewer.urls import viewer_base_url
 from tests.dagster.conftest import pk
@@ -40,13 +39,14 @@ def _count(instance: DagsterInstance, key: str) -> int:
 
 
 def _register_inputs(tmp_path: Path, instance: DagsterInstance) -> Path:
-    """4 instances, configs `good` (passes) and `bad` (fails), registered through their assets."""
+    """4 instances, configs `good` (passes) and `bad` (fails), registered through their assets: the
+    configs first, so loading the dataset plans its rows for both."""
     data = write_tasks(tmp_path, 4)
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
-    _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
-         run_config={"ops": {"load_dataset": {"config": {"source": str(data)}}}})
     _run(instance, [AssetKey("config_files")],
          run_config={"ops": {"config_files": {"config": {"paths": [str(good), str(bad)]}}}})
+    _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
+         run_config={"ops": {"load_dataset": {"config": {"source": str(data)}}}})
     return data
 
 
@@ -71,10 +71,9 @@ def _assert_points_at(instance: DagsterInstance, child: str, parent: str) -> Non
 
 
 def test_loading_inputs_registers_instance_and_config_partitions(tmp_path: Path, instance) -> None:
-    data = _register_inputs(tmp_path, instance)  # loaded in the UI: every row is planned
-    assert sorted(instance.get_dynamic_partitions("instance")) == [f"{dataset_name(str(data))}/greet-{i}"
-                                                                   for i in range(4)]
-    assert sorted(instance.get_dynamic_partitions("config")) == ["bad", "good"]
+    data = _register_inputs(tmp_path, instance)  # loaded in the UI: every row is planned for every config
+    assert sorted(instance.get_dynamic_partitions("rollout")) == sorted(
+        pk(data, f"greet-{i}", c) for i in range(4) for c in ("bad", "good"))
 
 
 def test_a_partition_range_materializes_in_one_run_and_a_regrade_adds_graded_results_only(

@@ -33,10 +33,10 @@ ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded
 
 def _register(instance: DagsterInstance, data: Path, configs: list[Path]) -> None:
     job = defs.resolve_implicit_global_asset_job_def()
-    for selection, run_config in (
+    for selection, run_config in (  # configs first: loading the dataset plans its rows for each
+        ([AssetKey("config_files")], {"ops": {"config_files": {"config": {"paths": [str(p) for p in configs]}}}}),
         ([AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
          {"ops": {"load_dataset": {"config": {"source": str(data)}}}}),
-        ([AssetKey("config_files")], {"ops": {"config_files": {"config": {"paths": [str(p) for p in configs]}}}}),
     ):
         assert job.execute_in_process(instance=instance, asset_selection=selection, run_config=run_config).success
 
@@ -56,7 +56,7 @@ def _submit(instance: DagsterInstance, keys: list[str]) -> str:
 
 
 @pytest.mark.parametrize("dagster_env", ["sqlite", "postgres"], indirect=True)
-def test_ui_backfill_runs_through_the_daemon_one_run_per_config(
+def test_ui_backfill_runs_through_the_daemon_in_one_run_not_one_per_partition(
     tmp_path: Path, dagster_env, llm, monkeypatch,
 ) -> None:
     monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
@@ -71,7 +71,7 @@ def test_ui_backfill_runs_through_the_daemon_one_run_per_config(
     with _daemon(tmp_path):
         _wait(instance, backfill_id, tmp_path)
         runs = [r for r in instance.get_runs() if r.tags.get("dagster/backfill") == backfill_id]
-        assert len(runs) == 2, [r.tags for r in runs]  # one per config, not one per partition
+        assert len(runs) == 1, [r.tags for r in runs]  # one contiguous range of planned cells: one run, not 6
         assert instance.get_materialized_partitions(AssetKey("graded_results")) == set(keys)
         rewards = {m.asset_materialization.partition: m.asset_materialization.metadata["reward"].value
                    for m in instance.fetch_materializations(AssetKey("graded_results"), limit=100).records}

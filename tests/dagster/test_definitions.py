@@ -83,26 +83,25 @@ def test_config_folder_sensor_registers_new_and_edited_files_once(tmp_path: Path
 
 
 def test_backfill_of_many_partitions_becomes_one_range_per_config(tmp_path: Path) -> None:
-    """What the backfill daemon starts from: one partition range per config over a contiguous run of
-    instances, however many partitions it covers (the multi-run policy then cuts each range in chunks)."""
+    """What the backfill daemon starts from: one partition range over the planned cells, however many
+    partitions it covers (the multi-run policy then cuts it in chunks)."""
     from dagster import DagsterInstance
     from dagster._core.definitions.partitions.context import partition_loading_context
 
-    from mimo_assets.partitions import CONFIG_DIM, register, register_instances, rollout_partitions
+    from mimo_assets.partitions import register_planned, rollout_partitions
 
     (tmp_path / "home").mkdir()
     with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
-        register_instances(instance, "ds", [f"i{n:04d}" for n in range(2000)])
-        register(instance, CONFIG_DIM, ["a", "b"])
+        register_planned(instance, "ds", [(f"i{n:04d}", c) for c in ("a", "b") for n in range(2000)])
         keys = [str(partition_key("ds", f"i{n:04d}", c)) for n in range(2000) for c in ("a", "b")]
         with partition_loading_context(dynamic_partitions_store=instance):
             subset = rollout_partitions.empty_subset().with_partition_keys(keys)
             ranges = subset.get_partition_key_ranges(rollout_partitions)
-    assert sorted((r.start, r.end) for r in ranges) == [("a|ds/i0000", "a|ds/i1999"), ("b|ds/i0000", "b|ds/i1999")]
+    assert [(r.start, r.end) for r in ranges] == [("a|ds/i0000", "b|ds/i1999")]
 
 
 def test_multi_run_backfill_chunks_cover_each_selected_partition_once(tmp_path: Path) -> None:
-    """Dagster's multi-run policy on the instance × config partitions: each chunk is a range of at most N
+    """Dagster's multi-run policy on the planned-cell partitions: each chunk is a range of at most N
     keys that a run resolves (as `context.partition_keys`) to exactly its share of the selection: no
     key twice, none lost, none unselected, also around a hole in the selection."""
     from dagster import AssetKey, BackfillPolicy, DagsterInstance, PartitionKeyRange
@@ -112,7 +111,7 @@ def test_multi_run_backfill_chunks_cover_each_selected_partition_once(tmp_path: 
     from dagster._core.definitions.partitions.context import partition_loading_context
 
     from mimo_assets.assets.rollouts import DEFAULT_PARTITIONS_PER_RUN, PARTITIONS_PER_RUN_ENV, backfill_policy
-    from mimo_assets.partitions import CONFIG_DIM, register, register_instances, rollout_partitions
+    from mimo_assets.partitions import register_planned, rollout_partitions
 
     assert backfill_policy("") == BackfillPolicy.multi_run(DEFAULT_PARTITIONS_PER_RUN)
     assert backfill_policy("0") == BackfillPolicy.single_run()
@@ -120,8 +119,7 @@ def test_multi_run_backfill_chunks_cover_each_selected_partition_once(tmp_path: 
         backfill_policy("lots")
     (tmp_path / "home").mkdir()
     with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
-        register_instances(instance, "ds", [f"i{n}" for n in range(7)])
-        register(instance, CONFIG_DIM, ["a", "b"])
+        register_planned(instance, "ds", [(f"i{n}", c) for c in ("a", "b") for n in range(7)])
         selected = {str(partition_key("ds", f"i{n}", c)) for n in range(7) for c in ("a", "b") if n != 3}
         with partition_loading_context(dynamic_partitions_store=instance):
             requests = _build_run_requests_with_backfill_policy(
@@ -130,7 +128,7 @@ def test_multi_run_backfill_chunks_cover_each_selected_partition_once(tmp_path: 
             chunks = [rollout_partitions.get_partition_keys_in_range(PartitionKeyRange(
                 r.tags["dagster/asset_partition_range_start"], r.tags["dagster/asset_partition_range_end"]))
                 for r in requests]
-    assert len(requests) == 8  # per config: ranges i0-i2 and i4-i6, each cut in 2 + 1
+    assert len(requests) == 7  # ranges a|i0-a|i2 (2 + 1), a|i4-b|i2 (2 + 2 + 2), b|i4-b|i6 (2 + 1)
     assert all(1 <= len(c) <= 2 for c in chunks)
     flat = [str(k) for c in chunks for k in c]
     assert sorted(flat) == sorted(selected)
@@ -140,7 +138,7 @@ def test_analytics_sensor_fires_once_new_graded_results_land_and_nothing_runs(tm
     from dagster import AssetMaterialization, DagsterInstance, build_sensor_context
     from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 
-    from mimo_assets.partitions import CONFIG_DIM, register, register_instances
+    from mimo_assets.partitions import register_planned
     from mimo_assets.sensors import analytics_after_new_results
 
     (tmp_path / "home").mkdir()
@@ -149,8 +147,7 @@ def test_analytics_sensor_fires_once_new_graded_results_land_and_nothing_runs(tm
             return analytics_after_new_results.evaluate_tick(build_sensor_context(instance=instance, cursor=cursor))
 
         assert tick().run_requests == []  # nothing graded yet
-        register_instances(instance, "ds", ["i1"])
-        register(instance, CONFIG_DIM, ["a"])
+        register_planned(instance, "ds", [("i1", "a")])
         graded = AssetMaterialization("graded_results", partition=str(partition_key("ds", "i1", "a")))
         instance.report_runless_asset_event(graded)
         first = tick()

@@ -86,23 +86,24 @@ def _evaluate(instance: DagsterInstance, data: Path, config: Path, **extra) -> b
 def test_ui_partitions_are_planned_failed_or_done_per_dataset_and_the_trend_plot_shows(
     tmp_path: Path, dagster_env, llm, monkeypatch: pytest.MonkeyPatch, webserver: str,
 ) -> None:
-    """One webserver, what a team reads in it: 2 of a 4-row dataset planned (one hit an infrastructure
-    error), then a second dataset whose only instance has the same id; then the analytics refresh."""
+    """One webserver, what a team reads in it: 2 of a 4-row dataset planned under `good` (one hit an
+    infrastructure error), then a second dataset, whose only instance has the same id, under `other`;
+    then the analytics refresh. Neither config makes missing partitions against the other's dataset."""
     monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
     first, second = write_tasks(tmp_path / "a", 4), write_tasks(tmp_path / "b", 1)  # both have greet-0
-    good = write_named_config(tmp_path, "good")
+    good, other = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "other")
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     llm.inject(503, times=3)  # greet-0 of the first dataset exhausts its retries: model_error, an infra error
     assert not _evaluate(instance, first, good, slice="0:2")  # red: one of its partitions failed
-    assert _evaluate(instance, second, good)
+    assert _evaluate(instance, second, other)
     assert defs.resolve_job_def("refresh_analytics").execute_in_process(instance=instance).success
 
     graph = f"{webserver}/locations/mimoagent/asset-groups/rollouts"
     text = chromium.visible_text(chromium.dump_dom(graph))
     for name in ("rollouts", "judge_scores", "graded_results", "converted_jsonl", "config_files"):
         assert name in text, text[:2000]
-    assert text.count("3 partitions") == 3, text[:2000]  # planned: 2 + 1, not 4 rows + 1 row
+    assert text.count("3 partitions") == 3, text[:2000]  # planned: 2 + 1, not (4 rows + 1 row) × 2 configs
     page = chromium.visible_text(chromium.dump_dom(f"{webserver}/assets/graded_results?view=partitions"))
     assert "Materialized (2)" in page and "Failed (1)" in page and "Missing (0)" in page, page[:2000]
     runs = chromium.visible_text(chromium.dump_dom(f"{webserver}/runs"))
