@@ -1,6 +1,7 @@
 """Dagster bookkeeping figures, printed (not asserted). Run by hand:
 
-    uv run python -m bench.bench_dagster [--partitions 1000] [--register 100000] [--workers 8] [--no-postgres]
+    uv run python -m bench.bench_dagster [--partitions 1000] [--register 100000] [--workers 8] [--repeat 3]
+                                         [--no-postgres] [--no-ui]
 
 1. Registering 100,000 planned partitions (`register_planned`: one storage call, only new keys) in a fresh
    SQLite instance.
@@ -65,21 +66,33 @@ def bookkeeping(work: Path, n: int, workers: int, home: Path, env_extra: dict[st
     return core, with_dagster
 
 
-def _print_share(storage: str, args: argparse.Namespace, core: tuple[float, float],
-                 with_dagster: tuple[float, float]) -> None:
-    (wall0, cpu0), (wall1, cpu1) = core, with_dagster
-    print(f"{args.partitions:,}-partition CLI run, zero-latency model, {args.workers} workers, {storage}: core alone "
-          f"{wall0:.1f} s wall / {cpu0:.1f} s CPU, with Dagster recording {wall1:.1f} s / {cpu1:.1f} s -> "
-          f"Dagster's share of wall time {(wall1 - wall0) / wall1:.0%}, of CPU {(cpu1 - cpu0) / cpu1:.0%} "
-          f"(load average {os.getloadavg()[0]:.1f})")
+def _print_share(storage: str, args: argparse.Namespace, pairs: list[tuple[tuple[float, float], tuple[float, float]]],
+                 ) -> None:
+    """Medians over the pairs (off, on), each pair run back to back: a single 8-worker zero-latency run's
+    wall and CPU move by ±10 % between runs, as much as the bookkeeping itself."""
+    from statistics import median
+
+    def share(i: int) -> list[float]:
+        return [(on[i] - off[i]) / on[i] for off, on in pairs]
+
+    wall0, cpu0 = median(p[0][0] for p in pairs), median(p[0][1] for p in pairs)
+    wall1, cpu1 = median(p[1][0] for p in pairs), median(p[1][1] for p in pairs)
+    print(f"{args.partitions:,}-partition CLI run, zero-latency model, {args.workers} workers, {storage}, "
+          f"{len(pairs)} pairs: core alone {wall0:.1f} s wall / {cpu0:.1f} s CPU, with Dagster recording "
+          f"{wall1:.1f} s / {cpu1:.1f} s (medians) -> Dagster's share of wall time {median(share(0)):.0%} "
+          f"({', '.join(f'{x:.0%}' for x in share(0))}), of CPU {median(share(1)):.0%} "
+          f"({', '.join(f'{x:.0%}' for x in share(1))}) (load average {os.getloadavg()[0]:.1f})")
 
 
-def demo_wait(out: Path, home: Path) -> float:
-    """Seconds the demo CLI waited after its last rollout, as its observer logged them."""
+def demo_wait(out: Path, home: Path, wait: str | None = None) -> float:
+    """Seconds the demo CLI waited after its last rollout, as its observer logged them (`wait`: the
+    MIMOAGENT_DAGSTER_WAIT to run with; `all` gives the time until everything is recorded)."""
     from mimo_assets.cli_recording.observer import LOG_FILE, WAIT_LINE
 
     env = {**os.environ, "DAGSTER_HOME": str(home), "MIMOAGENT_OUTPUT_ROOT": str(out / "store")}
     env.pop("MIMOAGENT_DAGSTER_WAIT", None)
+    if wait is not None:
+        env["MIMOAGENT_DAGSTER_WAIT"] = wait
     _cli_run(["-c", "configs/demo.yaml", "--dataset", "examples/demo.jsonl", "--recalc-input", "gt", "-o", str(out)],
              env)
     line = next(ln for ln in (out / LOG_FILE).read_text().splitlines() if ln.startswith(WAIT_LINE))
@@ -145,6 +158,8 @@ def main() -> None:
     ap.add_argument("--register", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL figure")
+    ap.add_argument("--repeat", type=int, default=3, help="off/on pairs per storage (medians printed)")
+    ap.add_argument("--no-ui", action="store_true", help="skip the webserver figures")
     args = ap.parse_args()
     from mimo_assets.helpers.home import dagster_home
 
@@ -170,7 +185,8 @@ def main() -> None:
         home = work / "run_home"
         os.environ["DAGSTER_HOME"] = str(home)
         dagster_home()
-        _print_share("SQLite", args, *bookkeeping(work, args.partitions, args.workers, home))
+        _print_share("SQLite", args, [bookkeeping(work / f"sqlite{i}", args.partitions, args.workers, home)
+                                      for i in range(args.repeat)])
         if not args.no_postgres:
             from mimo_core.testing.postgres import postgres_server
 
@@ -179,12 +195,17 @@ def main() -> None:
                 pg_env = {"MIMOAGENT_DAGSTER_POSTGRES_URL": url}
                 pg_home = work / "pg_home"
                 bookkeeping(work / "pg_warm", 5, 2, pg_home, pg_env)  # creates the schema
-                _print_share("PostgreSQL", args, *bookkeeping(work / "pg", args.partitions, args.workers, pg_home,
-                                                              pg_env))
+                _print_share("PostgreSQL", args, [bookkeeping(work / f"pg{i}", args.partitions, args.workers,
+                                                              pg_home, pg_env) for i in range(args.repeat)])
         waits = [demo_wait(work / f"demo{i}", home) for i in range(3)]
         print(f"README demo (8 rows, --recalc-input gt), default MIMOAGENT_DAGSTER_WAIT: CLI waited "
               f"{', '.join(f'{w:.2f}' for w in waits)} s for Dagster after its last rollout")
+        full = [demo_wait(work / f"demo-all{i}", home, wait="all") for i in range(3)]
+        print(f"the same with MIMOAGENT_DAGSTER_WAIT=all: everything recorded {', '.join(f'{w:.2f}' for w in full)} s "
+              "after the last rollout")
 
+        if args.no_ui:
+            return
         small = ui_load(home)
         register_partitions(args.register, home)
         big = ui_load(home)

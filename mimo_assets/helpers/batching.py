@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -31,14 +32,19 @@ from mimo_assets.helpers.pointers import Event, fill_pointers, split_ready
 T = TypeVar("T")
 MAX_BATCH = 500
 IDLE_FLUSH_S = 1.0
+LINGER_S = 0.5
 _END = object()
 
 
-def batches(source: Iterable[T], max_size: int = MAX_BATCH, idle_s: float = IDLE_FLUSH_S) -> Iterator[list[T]]:
+def batches(source: Iterable[T], max_size: int = MAX_BATCH, idle_s: float = IDLE_FLUSH_S,
+            linger_s: float = LINGER_S) -> Iterator[list[T]]:
     """Items of `source` (a blocking iterator, e.g. rollouts finishing) in lists: each list holds the
-    first item that arrives plus whatever else is already waiting, up to `max_size`. Never waits for a
-    batch to fill, so the last record is logged as soon as it arrives; an empty list after `idle_s`
-    seconds with nothing new, so a consumer can store what it held back (StagedLog)."""
+    first item that arrives plus whatever else arrives within `linger_s`, up to `max_size`. A batch's
+    storage costs far more than its events (commits, each asset's latest-event row, the pointer
+    lookup): a 1,000-partition run at 8 workers recorded in ~220 batches cost the recording child
+    ~8 s of CPU, in ~50 batches (0.5 s) ~4 s. The end of the source ends the wait at once, so the last
+    record is not delayed; an empty list after `idle_s` seconds with nothing new lets a consumer store
+    what it held back (StagedLog)."""
     pending: queue.SimpleQueue[Any] = queue.SimpleQueue()
     failure: list[BaseException] = []
 
@@ -62,9 +68,10 @@ def batches(source: Iterable[T], max_size: int = MAX_BATCH, idle_s: float = IDLE
         if item is _END:
             break
         batch = [item]
+        deadline = time.monotonic() + linger_s
         while len(batch) < max_size:
             try:
-                nxt = pending.get_nowait()
+                nxt = pending.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
             if nxt is _END:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dagster import AssetMaterialization, AssetRecordsFilter, DagsterInstance
+from dagster import AssetMaterialization, DagsterInstance
 from dagster._core.definitions.events import AssetMaterializationFailure
+from dagster._core.events import DagsterEventType
 
 POINTER = "dagster/input_event_pointer/"
 UNSTORED = "NULL"  # what events.py writes for an input whose event is not stored yet
@@ -41,8 +42,8 @@ def split_ready(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
 
 
 def fill_pointers(instance: DagsterInstance, stored: Sequence[Event], waiting: Sequence[Event]) -> list[Event]:
-    """`waiting` with its pointers at the `stored` events set to their storage ids (read back newest first:
-    each partition's newest event of that asset is the one just stored)."""
+    """`waiting` with its pointers at the `stored` events set to their storage ids (each partition's latest
+    event of that asset is the one just stored)."""
     wanted: dict[str, set[str]] = {}
     for e in waiting:
         for key in _waits_on(e):
@@ -52,10 +53,10 @@ def fill_pointers(instance: DagsterInstance, stored: Sequence[Event], waiting: S
     for key, partitions in wanted.items():
         if key not in by_key:
             continue
-        result = instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=by_key[key], asset_partitions=sorted(partitions)), limit=len(partitions))
-        for rec in result.records:
-            ids.setdefault((key, str(rec.partition_key)), rec.storage_id)
+        # ids only (one grouped query, no event bodies read back and deserialized)
+        latest = instance.event_log_storage.get_latest_storage_id_by_partition(
+            by_key[key], DagsterEventType.ASSET_MATERIALIZATION, partitions)
+        ids.update({(key, partition): storage_id for partition, storage_id in latest.items()})
     out: list[Event] = []
     for e in waiting:
         found = {key: ids[(key, str(e.partition))] for key in _waits_on(e) if (key, str(e.partition)) in ids}
