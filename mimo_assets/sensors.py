@@ -28,7 +28,7 @@ def config_dir() -> Path:
 
 @sensor(job=register_configs_job, minimum_interval_seconds=60)
 def new_config_files(context: SensorEvaluationContext) -> SensorResult:
-    """A new or edited YAML in the config folder becomes a `config` partition."""
+    """A new or edited YAML in the config folder is registered (`config_files`), ready to be planned."""
     seen: dict[str, float] = json.loads(context.cursor) if context.cursor else {}
     now = {p: Path(p).stat().st_mtime for p in yaml_files(str(config_dir()))}
     changed = sorted(p for p, m in now.items() if seen.get(p) != m)

@@ -83,7 +83,8 @@ def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoi
     paths = registered_configs(context.instance)
     missing = names - paths.keys()
     if missing:
-        raise ValueError(f"config partition(s) {sorted(missing)} have no registered file: materialize config_files")
+        raise ValueError(f"config(s) {sorted(missing)} of these partitions have no registered file: "
+                         "materialize config_files")
     overrides = [o for o in (model.overrides(), sandbox.overrides()) if o]
     return {n: load_config(paths[n], overrides) for n in names}
 
