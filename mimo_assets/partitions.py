@@ -1,7 +1,7 @@
 """One dynamic partition per planned rollout cell: `config|dataset/instance`.
 
 Only what a run plans becomes a partition (the CLI, the `evaluate` job, the nightly schedule, or
-`load_dataset` in the UI for its rows × the registered configs), so the UI's "missing" means planned
+`load_dataset` in the UI for its rows × the configs named in its `plan_configs`), so "missing" means planned
 and not finished: not every instance ever loaded × every config ever registered, which a two-dimension
 grid (instance × config) would show. The rollout index (`--num-rollouts K`) lives inside a partition
 and the date of a nightly run goes in tags. The key reads `config|dataset/instance`: an instance key

@@ -39,14 +39,14 @@ def _count(instance: DagsterInstance, key: str) -> int:
 
 
 def _register_inputs(tmp_path: Path, instance: DagsterInstance) -> Path:
-    """4 instances, configs `good` (passes) and `bad` (fails), registered through their assets: the
-    configs first, so loading the dataset plans its rows for both."""
+    """4 instances, configs `good` (passes) and `bad` (fails), registered through their assets; loading the
+    dataset plans its rows for both."""
     data = write_tasks(tmp_path, 4)
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
     _run(instance, [AssetKey("config_files")],
          run_config={"ops": {"config_files": {"config": {"paths": [str(good), str(bad)]}}}})
     _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
-         run_config={"ops": {"load_dataset": {"config": {"source": str(data)}}}})
+         run_config={"ops": {"load_dataset": {"config": {"source": str(data), "plan_configs": ["good", "bad"]}}}})
     return data
 
 
@@ -71,9 +71,16 @@ def _assert_points_at(instance: DagsterInstance, child: str, parent: str) -> Non
 
 
 def test_loading_inputs_registers_instance_and_config_partitions(tmp_path: Path, instance) -> None:
-    data = _register_inputs(tmp_path, instance)  # loaded in the UI: every row is planned for every config
+    big = write_tasks(tmp_path / "big", 40)
+    _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],  # loaded, planned for nothing
+         run_config={"ops": {"load_dataset": {"config": {"source": str(big)}}}})
+    assert instance.get_dynamic_partitions("rollout") == []  # so nothing shows as missing
+    data = _register_inputs(tmp_path, instance)  # loaded in the UI for both configs: every row planned for each
     assert sorted(instance.get_dynamic_partitions("rollout")) == sorted(
         pk(data, f"greet-{i}", c) for i in range(4) for c in ("bad", "good"))
+    with pytest.raises(Exception, match=r"plan_configs \['nope'\] are not registered configs"):
+        _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
+             run_config={"ops": {"load_dataset": {"config": {"source": str(data), "plan_configs": ["nope"]}}}})
 
 
 def test_a_partition_range_materializes_in_one_run_and_a_regrade_adds_graded_results_only(

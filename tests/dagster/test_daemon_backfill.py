@@ -33,10 +33,11 @@ ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded
 
 def _register(instance: DagsterInstance, data: Path, configs: list[Path]) -> None:
     job = defs.resolve_implicit_global_asset_job_def()
-    for selection, run_config in (  # configs first: loading the dataset plans its rows for each
+    plan = [p.stem for p in configs]
+    for selection, run_config in (  # configs first: loading the dataset plans its rows for them
         ([AssetKey("config_files")], {"ops": {"config_files": {"config": {"paths": [str(p) for p in configs]}}}}),
         ([AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
-         {"ops": {"load_dataset": {"config": {"source": str(data)}}}}),
+         {"ops": {"load_dataset": {"config": {"source": str(data), "plan_configs": plan}}}}),
     ):
         assert job.execute_in_process(instance=instance, asset_selection=selection, run_config=run_config).success
 
