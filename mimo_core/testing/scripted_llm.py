@@ -14,9 +14,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from mimo_core.loopback_server import LoopbackServer
 from mimo_core.testing.scripted_render import RENDER, error_body, gemini_route, render_responses, signature_for
 from mimo_core.testing.strict_requests import strict_error_reply, validation_error
 
@@ -115,7 +116,7 @@ def random_fault(rng: random.Random, hang_s: float) -> _Injection:
     return _Injection(int(kind), 1, 0.01 if kind == "429" else None, None, 0.0, None)
 
 
-class ScriptedLLM:
+class ScriptedLLM(LoopbackServer):
     """A threaded HTTP server answering with the replies a responder picks. Use as a context manager."""
 
     def __init__(self, responder: Responder | None = None, latency: float = 0.0, strict: bool = False):
@@ -131,36 +132,15 @@ class ScriptedLLM:
         self._injections: list[_Injection] = []
         self._chaos: tuple[random.Random, float, float] | None = None
         self._ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # lifecycle -----------------------------------------------------------------------------------------
+    # lifecycle (start/stop/with: LoopbackServer) -------------------------------------------------------
     def start(self) -> ScriptedLLM:
-        handler = type("_BoundHandler", (_Handler,), {"llm": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="scripted-llm", daemon=True)
-        self._thread.start()
+        self._serve(type("_BoundHandler", (_Handler,), {"llm": self}), "127.0.0.1", "scripted-llm")
         return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> ScriptedLLM:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("ScriptedLLM is not started")
-        host, port = self._server.server_address[:2]
+        host, port = self.address
         return f"http://{host}:{port}"
 
     @property

@@ -15,12 +15,13 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 from mimo_core.agents.cli.streams import protocol_of, reassemble, usage_of
 from mimo_core.config import PricingConfig
+from mimo_core.loopback_server import LoopbackServer
 from mimo_core.models._common import compute_cost
 from mimo_core.models.base import Usage
 from mimo_core.trajectory import CallRecord
@@ -30,7 +31,7 @@ _HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-leng
                   "content-encoding", "proxy-connection", "te", "trailer", "upgrade"})
 
 
-class RecordingProxy:
+class RecordingProxy(LoopbackServer):
     """Forwards every request to `upstream` (its path appended to the upstream base URL) and records it."""
 
     def __init__(self, upstream: str, sink: Sink, pricing: PricingConfig | None = None,
@@ -47,33 +48,14 @@ class RecordingProxy:
         self.errors: list[str] = []
         self._steps = itertools.count(1)
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
 
     def start(self) -> RecordingProxy:
-        handler = type("_ProxyHandler", (_Handler,), {"proxy": self})
-        self._server = ThreadingHTTPServer((self.bind, 0), handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         name="cli-recording-proxy", daemon=True).start()
+        self._serve(type("_ProxyHandler", (_Handler,), {"proxy": self}), self.bind, "cli-recording-proxy")
         return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> RecordingProxy:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     @property
     def port_number(self) -> int:
-        if self._server is None:
-            raise RuntimeError("proxy not started")
-        return self._server.server_address[1]
+        return self.address[1]
 
     def url(self, host: str = "127.0.0.1") -> str:
         """The base URL a CLI is given: the proxy's origin as `host` sees it (paths are passed on as sent)."""
