@@ -27,23 +27,21 @@ import time
 import urllib.request
 from pathlib import Path
 
+from mimo_assets.cli_recording.address import IDLE_ENV
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _cli_run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and CPU seconds of the CLI and every process it waited for (the recording child
-    included: the CLI reaps it), which a loaded machine distorts far less than wall time."""
-    import resource
+    """Wall seconds and CPU seconds of the CLI and every process it started, the recorder included (each
+    run starts its own, which exits once its run is recorded: the first run of a day, not a warm one)."""
+    from bench.tree import run_tree
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=3600)
-    if proc.returncode:
-        raise SystemExit(proc.stderr[-3000:])
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return time.perf_counter() - t0, cpu
+    tree = run_tree([sys.executable, "-m", "mimo_core.cli", *args], {**env, IDLE_ENV: "0"}, REPO, keep=set(),
+                    timeout=3600, orphan_wait=120)
+    if tree.returncode:
+        raise SystemExit(tree.stderr[-3000:])
+    return tree.exited - tree.started, tree.cpu_s
 
 
 def bookkeeping(work: Path, n: int, workers: int, home: Path, env_extra: dict[str, str] | None = None,

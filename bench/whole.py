@@ -8,6 +8,8 @@ never counted) and do the same task; calls are counted by the server, so both ar
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -24,7 +26,8 @@ from bench.common import (
     write_mimo_config,
     write_task,
 )
-from bench.tree import TreeRun, run_tree
+from bench.tree import _CLK_TCK, TreeRun, run_tree
+from mimo_assets.cli_recording.address import IDLE_ENV
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ class Case:
     framework: str  # "mimo" | "peer"
     recording: bool = False
     sandbox: str = "none"
+    # with recording: "warm" = the recorder an earlier run started serves this one (a user's next run; its
+    # CPU during the run is counted from /proc), "cold" = each run starts its own and it exits when done
+    recorder: str = "warm"
 
 
 @dataclass
@@ -102,6 +108,7 @@ def _mimo_argv(case: Case, server: ServerProcess, work: Path, instances: int, st
     env = mimo_env()
     if case.recording:
         env.pop("MIMOAGENT_OBSERVERS", None)
+        env[IDLE_ENV] = "60" if case.recorder == "warm" else "0"
     # A Dagster home of the bench's own (the recording writes there), kept between runs like a user's.
     env["DAGSTER_HOME"] = str(work.parent / "dagster_home")
     Path(env["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
@@ -127,17 +134,63 @@ def run_case(case: Case, root: Path, instances: int, steps: int, workers: int = 
     pidfile = work / "runner.pid" if sample_cpu else None
     if pidfile is not None:
         pidfile.write_text("")
+    recorders = _our_recorders() if case.recording else []
+    before = sum(_ticks(p) for p in recorders)
     with ServerProcess(case.framework, steps=steps, latency=latency, log_dir=work, watch=pidfile) as server:
         if case.framework == "mimo":
             argv, env = _mimo_argv(case, server, work, instances, steps, workers)
         else:
             argv, env = _peer_argv(server, work, instances, steps, workers)
         assert server.proc is not None
-        tree = run_tree(argv, env, REPO, keep={server.proc.pid}, pidfile=pidfile)
+        tree = run_tree(argv, env, REPO, keep={server.proc.pid, *recorders}, pidfile=pidfile)
         rows = server.arrival_rows()
+    if recorders:  # a warm recorder is not in the run's tree: add what it spent meanwhile
+        deadline = time.monotonic() + 120
+        while any(_children_of(p) for p in recorders) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the fork recording this run: reaped by the recorder, then in its cutime
+        tree.cpu_s += (sum(_ticks(p) for p in recorders) - before) / _CLK_TCK
     if tree.returncode != 0:
         raise RuntimeError(f"{case.label} failed ({tree.returncode}):\n{tree.stderr[-3000:]}")
     expected = instances * (steps + 1)
     if len(rows) != expected:
         raise RuntimeError(f"{case.label}: {len(rows)} model calls, expected {expected}:\n{tree.stderr[-2000:]}")
     return CaseRun(case, tree, len(rows), rows)
+
+
+def _stat_fields(pid: int) -> list[str]:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    return stat[stat.rfind(")") + 2:].split()
+
+
+def _ticks(pid: int) -> int:
+    """utime + stime + cutime + cstime (its reaped children: the forks that recorded runs)."""
+    fields = _stat_fields(pid)
+    return sum(int(x) for x in fields[11:15]) if fields else 0
+
+
+def _children_of(pid: int) -> list[int]:
+    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and (f := _stat_fields(int(e.name)))
+            and int(f[1]) == pid]
+
+
+def _our_recorders() -> list[int]:
+    """Warm recorders an earlier (warm-up) run started: orphans handed to this process, the subreaper."""
+    found = []
+    for pid in _children_of(os.getpid()):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"mimo_assets.cli_recording.recorder" in cmd and _stat_fields(pid)[0] != "Z":
+            found.append(pid)
+    return found
+
+
+def stop_recorders() -> None:
+    """End (and reap) the warm recorders of this bench, so no later case's tree inherits them."""
+    for pid in _our_recorders():
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)

@@ -67,11 +67,11 @@ def record_cli_run(
                                   f"({feed.n_planned} rollouts were planned)")
 
 
-def execute_feed(feed: Feed) -> str | None:
+def execute_feed(feed: Feed, instance: DagsterInstance) -> str | None:
     """Run the `evaluate` job in this process over a feed; an error message, or None when recorded."""
     try:
         from mimo_assets.helpers.batching import INFRA_FAILURE_PREFIX
-        from mimo_assets.helpers.home import dagster_home, get_instance
+        from mimo_assets.helpers.home import dagster_home
         from mimo_assets.jobs import evaluate_job
         from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
@@ -84,15 +84,14 @@ def execute_feed(feed: Feed) -> str | None:
         }
         if req.recalc:
             tags["mimoagent/recalc"] = req.recalc[:200]
-        with get_instance() as instance:
-            # The bare job with the resources its recording path takes, not the code location's
-            # Definitions: those import the analytics (polars) and every asset, ~0.3 s of CPU per CLI run.
-            resources = {"cli_feed": feed, "output_store": OutputStore(), "model_endpoint": ModelEndpoint(),
-                         "sandbox_backend": SandboxBackend(), "batch_runner": BatchRunner()}
-            result = evaluate_job.execute_in_process(
-                instance=instance, tags=tags, raise_on_error=False, resources=resources,
-                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-            )
+        # The bare job with the resources its recording path takes, not the code location's
+        # Definitions: those import the analytics (polars) and every asset, ~0.3 s of CPU per CLI run.
+        resources = {"cli_feed": feed, "output_store": OutputStore(), "model_endpoint": ModelEndpoint(),
+                     "sandbox_backend": SandboxBackend(), "batch_runner": BatchRunner()}
+        result = evaluate_job.execute_in_process(
+            instance=instance, tags=tags, raise_on_error=False, resources=resources,
+            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        )
         if not result.success:
             error = result.failure_data_for_node("evaluate_op")
             message = str(error.error.message if error and error.error else "").strip()

@@ -21,18 +21,32 @@ def with_task_limits(config: MimoConfig, task: Task) -> MimoConfig:
     return config.model_copy(update={"agent": config.agent.model_copy(update={"time_limit": task_limit})})
 
 
+REPEAT_S = 0.5  # past the limit, running commands are killed again this often until the agent stops
+
+
 @contextlib.contextmanager
 def agent_deadline(env: Environment, seconds: float) -> Iterator[None]:
     """At the time limit, kill the command the agent is running (the loop checks its limits between
-    steps, so a long command would otherwise overrun it by up to the tool's own timeout)."""
+    steps, so a long command would otherwise overrun it by up to the tool's own timeout). The agent's
+    own clock starts a moment after this one, so it may start one more command after the kill: that
+    one is killed by the next round, until the agent has stopped."""
     interrupt = getattr(env, "interrupt", None)
     if not seconds or seconds <= 0 or interrupt is None:
         yield
         return
-    timer = threading.Timer(seconds, interrupt)
-    timer.daemon = True
-    timer.start()
+    done = threading.Event()
+
+    def enforce() -> None:
+        if done.wait(seconds):
+            return
+        while not done.is_set():
+            interrupt()
+            done.wait(REPEAT_S)
+
+    thread = threading.Thread(target=enforce, name="mimo-agent-deadline", daemon=True)
+    thread.start()
     try:
         yield
     finally:
-        timer.cancel()
+        done.set()
+        thread.join()

@@ -23,12 +23,9 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
-import select
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,12 +38,11 @@ from mimo_core.environments.local_cleanup import own_label, remove_tree, write_l
 from mimo_core.environments.local_procs import (
     CALL_VAR,
     SANDBOX_VAR,
-    capture_file,
     kill_marked,
     popen_stream,
     read_capture,
 )
-from mimo_core.environments.shell import ShellResult, ShellSession, ShellStream, decode_output
+from mimo_core.environments.shell import ShellResult, ShellSession, ShellStream
 from mimo_core.environments.task_cwd import missing_cwd_note, sandbox_path
 from mimo_core.environments.tool_path import tool_path
 from mimo_core.errors import SandboxError
@@ -88,7 +84,7 @@ class LocalEnvironment:
         self._env: dict[str, str] = {}
         self._bwrap: BwrapSandbox | None = None
         self._sessions: dict[str, ShellSession] = {}
-        self._pgids: set[int] = set()
+        self._kill_lock = threading.Lock()  # no shell starts while interrupt() is killing the sandbox's processes
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -133,12 +129,14 @@ class LocalEnvironment:
 
     def interrupt(self) -> None:
         """Kill every process of this rollout now (any thread): a running command returns at once."""
-        if self._bwrap is not None:  # (bwrap itself carries the marker: no host-side scan here)
-            self._bwrap.kill_commands()
-            return
-        for pgid in list(self._pgids):
-            _kill_group(pgid)
-        kill_marked(SANDBOX_VAR, self.sandbox_id)
+        with self._kill_lock:
+            if self._bwrap is not None:  # (bwrap itself carries the marker: no host-side scan here)
+                self._bwrap.kill_commands()
+                return
+            for name, session in list(self._sessions.items()):
+                if name.startswith("exec"):  # execute's shells die too: later commands get new ones
+                    session.renew()
+            kill_marked(SANDBOX_VAR, self.sandbox_id)
 
     def stop(self) -> None:
         for session in self._sessions.values():
@@ -148,9 +146,6 @@ class LocalEnvironment:
         if self._bwrap is not None:
             self._bwrap.stop()  # its PID namespace, and every process in it, dies with it
             self._bwrap = None
-        for pgid in self._pgids:
-            _kill_group(pgid)
-        self._pgids.clear()
         if self.base is not None:
             if not sandboxed:  # background jobs, `setsid`/`nohup` ones included, carry the marker
                 kill_marked(SANDBOX_VAR, self.sandbox_id)
@@ -174,9 +169,10 @@ class LocalEnvironment:
         return missing_cwd_note(command, returncode, self.task_cwd, self.spec.cwd).strip()
 
     def open_shell_stream(self, cwd: str) -> ShellStream:
-        if self._bwrap is not None:
-            return self._bwrap.open_stream(cwd)  # a sandbox path; the shell stays put if it is gone
-        return popen_stream(_SHELL, cwd if os.path.isdir(cwd) else self.spec.cwd, self._env)
+        with self._kill_lock:  # (a shell started during interrupt()'s scan would be killed with the rest)
+            if self._bwrap is not None:
+                return self._bwrap.open_stream(cwd)  # a sandbox path; the shell stays put if it is gone
+            return popen_stream(_SHELL, cwd if os.path.isdir(cwd) else self.spec.cwd, self._env)
 
     def kill_call(self, nonce: str, out: str, shell_pid: str) -> None:
         if self._bwrap is not None:
@@ -195,46 +191,25 @@ class LocalEnvironment:
     ) -> ExecResult:
         """Run `command` with bash (no profile), stdout+stderr merged, stdin empty.
 
-        Without a sandbox: a fresh `bash -c` whose output goes to a file, not a pipe, so a background
-        job that keeps the stream open cannot hold the call hostage. Inside bubblewrap: a subshell of
-        the sandbox's own `exec` shell, so no new sandbox starts per command. A timeout kills every
-        process the command started; the sandbox keeps working.
+        A subshell of the rollout's own `exec` shell (a persistent bash, inside the rollout's one
+        bubblewrap sandbox when it has one), so a command costs a fork, not a new bash and a new
+        process from this Python process (~3x the CPU), and state never leaks between commands. Its output goes to a
+        file, so a background job that keeps the stream open cannot hold the call hostage. A timeout
+        kills every process the command started; the shell and the sandbox keep working.
         """
         if self.base is None:
             raise SandboxError("LocalEnvironment.execute called before start() or after stop()")
         timeout = self.spec.timeout if timeout is None else timeout
         workdir = self._host_path(cwd) if cwd else self.spec.cwd
-        if self._bwrap is not None:
-            r = self._execute_in_sandbox(command, timeout, env, self._inside(workdir))
-            return ExecResult(output=r.output + (r.note and r.note + "\n"), returncode=r.returncode,
-                              timed_out=r.timed_out, duration_s=r.duration_s)
-        call = secrets.token_hex(8)
-        run_env = {**self._env, **(env or {}), CALL_VAR: call}
-        start = time.monotonic()
-        with tempfile.TemporaryFile(dir=self.scratch_dir) as out:
-            try:
-                proc = subprocess.Popen(
-                    ["bash", "-c", command], cwd=workdir, env=run_env, stdin=subprocess.DEVNULL, stdout=out,
-                    stderr=subprocess.STDOUT, close_fds=True, start_new_session=True,
-                )
-            except (FileNotFoundError, NotADirectoryError) as e:
-                return ExecResult(output=f"cannot run in {workdir}: {e.strerror}\n", returncode=1)
-            self._pgids.add(proc.pid)
-            timed_out = not _wait_exit(proc, timeout)
-            if timed_out:
-                _kill_group(proc.pid)
-                kill_marked(CALL_VAR, call)
-            returncode = proc.wait()
-            if timed_out or not _group_alive(proc.pid):
-                self._pgids.discard(proc.pid)
-            output = _read_capture(out)
-        output += missing_cwd_note(command, returncode, self.task_cwd, self.spec.cwd)
-        return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
-                          duration_s=time.monotonic() - start)
+        if self._bwrap is None and not os.path.isdir(workdir):
+            return ExecResult(output=f"cannot run in {workdir}: not an existing folder\n", returncode=1)
+        r = self._execute_in_shell(command, timeout, env, self._inside(workdir))
+        return ExecResult(output=r.output + (r.note and r.note + "\n"), returncode=r.returncode,
+                          timed_out=r.timed_out, duration_s=r.duration_s)
 
-    def _execute_in_sandbox(self, command: str, timeout: float, env: dict[str, str] | None,
-                            cwd: str) -> ShellResult:
-        """A subshell of the sandbox's first idle `exec` shell (commands from two threads run side by side)."""
+    def _execute_in_shell(self, command: str, timeout: float, env: dict[str, str] | None,
+                          cwd: str) -> ShellResult:
+        """A subshell of the first idle `exec` shell (commands from two threads run side by side)."""
         for i in itertools.count():
             result = self.shell(f"exec{i or ''}").try_run(command, timeout, subshell=True, env=env, cwd=cwd)
             if result is not None:
@@ -282,40 +257,3 @@ def _copy(src: Path, dest: Path) -> None:
         dest = dest / src.name
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(src, dest)
-
-
-def _wait_exit(proc: subprocess.Popen, timeout: float) -> bool:
-    """Block until the process exits or the timeout passes; True if it exited. A pidfd wakes us the
-    moment it exits, where Popen.wait(timeout) sleep-polls and adds wall time to every command."""
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # not Linux ≥ 5.3: fall back to polling
-        try:
-            proc.wait(timeout=timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-    try:
-        ready, _, _ = select.select([pidfd], [], [], timeout)
-        return bool(ready)
-    finally:
-        os.close(pidfd)
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-def _read_capture(f: Any) -> str:
-    return decode_output(capture_file(f))

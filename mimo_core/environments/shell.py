@@ -139,6 +139,7 @@ class ShellSession:
         self._lock = threading.Lock()
         self._call: tuple[str, str, str] | None = None  # (nonce, out, shell pid) of the call in progress
         self._closed = False
+        self._renew = False  # the next call starts a new shell (see renew)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -147,7 +148,11 @@ class ShellSession:
             raise SandboxError(f"shell session {self.name!r} used after its sandbox stopped")
         stream = self.host.open_shell_stream(self.cwd)
         # The EXIT trap writes to a file: during `exit` inside eval, stdout is the call's output file.
-        stream.send(f"trap 'printf \"%d %s\" \"$?\" \"$PWD\" >{self._exit_file}' EXIT\n".encode())
+        try:
+            stream.send(f"trap 'printf \"%d %s\" \"$?\" \"$PWD\" >{self._exit_file}' EXIT\n".encode())
+        except OSError:  # killed as it started (interrupt): the call reports a dead shell
+            stream.close()
+            raise
         self._stream, self._buf, self._lines = stream, bytearray(), 1
         return stream
 
@@ -159,6 +164,11 @@ class ShellSession:
         stream, self._stream = self._stream, None
         if stream is not None:
             stream.close()
+
+    def renew(self) -> None:
+        """The next call runs in a new shell: this one is being killed (with every process of its sandbox)
+        and may still look alive for a moment, so a call sent to it now could be lost."""
+        self._renew = True
 
     def interrupt(self) -> None:
         """Kill the call in progress (its whole process tree); the call returns as timed out."""
@@ -188,24 +198,36 @@ class ShellSession:
     def _run(self, command: str, timeout: float, subshell: bool, env: dict[str, str] | None,
              cwd: str | None) -> ShellResult:
         start = time.monotonic()
-        stream = self._stream or self._open()
         nonce = secrets.token_hex(8)
         out = f"{self.host.scratch_dir.rstrip('/')}/.sh-{self.name}-{nonce}"
-        self._lines += 1
+        if self._renew:
+            self._renew = False
+            self._drop()
+        stream: ShellStream | None = None
         first_line = self._lines
-        self._call = (nonce, out, stream.pid)
         try:
-            stream.send(self._line(command, nonce, out, subshell, env, cwd))
+            try:
+                stream, first_line = self._send(self._stream or self._open(), command, nonce, out, subshell, env,
+                                                cwd)
+            except OSError:
+                if not subshell:
+                    raise
+                # A stateless call (`execute`) to a shell that died since the last one (killed with the
+                # rollout's commands): nothing of it ran, so it runs in a new shell.
+                self._drop()
+                stream, first_line = self._send(self._open(), command, nonce, out, subshell, env, cwd)
             marker, timed_out, gone = self._wait_marker(stream, nonce, out, start + timeout)
         except OSError:  # the shell died before it could read the call
             marker, timed_out, gone = None, False, True
         finally:
             self._call = None
         if marker is not None and timed_out:  # again, for a child between fork and redirect the first time
+            assert stream is not None
             self.host.kill_call(nonce, out, stream.pid)
         output = _renumber(self._output(stream, nonce, out, marker is not None), first_line)
         note = ""
         if marker is not None:
+            assert stream is not None
             rc, self.cwd = marker
             if timed_out:
                 rc = -9
@@ -228,6 +250,14 @@ class ShellSession:
                         "and options set before are gone]")
         return ShellResult(output=decode_output(output), returncode=rc, timed_out=timed_out, note=note,
                            duration_s=time.monotonic() - start)
+
+    def _send(self, stream: ShellStream, command: str, nonce: str, out: str, subshell: bool,
+              env: dict[str, str] | None, cwd: str | None) -> tuple[ShellStream, int]:
+        """Write the call's line; the stream and the shell's line number of the call."""
+        self._lines += 1
+        self._call = (nonce, out, stream.pid)
+        stream.send(self._line(command, nonce, out, subshell, env, cwd))
+        return stream, self._lines
 
     def _settle(self, stream: ShellStream) -> None:
         """After a timeout, let the shell reap what was killed outside any call: its "Killed" job notices
@@ -290,8 +320,8 @@ class ShellSession:
                 return None, timed_out, True
             self._buf += chunk
 
-    def _output(self, stream: ShellStream, nonce: str, out: str, marked: bool) -> bytes:
-        if not (self.host.inline_output and marked):
+    def _output(self, stream: ShellStream | None, nonce: str, out: str, marked: bool) -> bytes:
+        if not (self.host.inline_output and marked) or stream is None:
             return self.host.read_output(out)
         end_tag = _RS + nonce.encode() + b"E\n"
         capture = HeadTail()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mimo_assets.cli_recording.address import IDLE_ENV
 from mimo_assets.helpers.home import POSTGRES_URL_ENV
 from mimo_assets.partitions import dataset_name, partition_key
 from mimo_core.testing.postgres import PostgresServer, postgres_server
@@ -50,7 +51,8 @@ def dagster_env(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pyt
     """A private instance and output root; the environment a CLI subprocess gets too. SQLite unless
     parametrized `indirect` with "postgres": then a new database on the session's PostgreSQL server."""
     env = {"DAGSTER_HOME": str(tmp_path / "dagster_home"), "MIMOAGENT_OUTPUT_ROOT": str(tmp_path / "store"),
-           "MIMOAGENT_DAGSTER_WAIT": "all"}  # a CLI run returns once recorded: the tests read the instance next
+           "MIMOAGENT_DAGSTER_WAIT": "all",  # a CLI run returns once recorded: the tests read the instance next
+           IDLE_ENV: "0"}  # each run's recorder exits once it is recorded (test_warm_recorder.py keeps one warm)
     if getattr(request, "param", "sqlite") == "postgres":
         server: PostgresServer = request.getfixturevalue("postgres")
         env[POSTGRES_URL_ENV] = server.create_database(f"dagster_{uuid.uuid4().hex[:12]}")

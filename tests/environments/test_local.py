@@ -125,6 +125,39 @@ def test_background_job_does_not_hold_the_call_and_stop_kills_it(make_env: MakeE
     assert _wait_dead(bg_pid)
 
 
+def test_commands_are_subshells_of_one_shell_and_leave_no_state(make_env: MakeEnv) -> None:
+    """`execute` forks the rollout's exec shell (`$$` is that shell's pid in a subshell) instead of
+    starting a bash per command, and a command's cd, variables and functions stay its own."""
+    env = make_env()
+    first = env.execute("echo $$; cd /; export LEAK=1; f() { :; }")
+    second = env.execute("echo $$; pwd; echo ${LEAK:-none}; type f >/dev/null 2>&1 || echo no-f")
+    shell_pid = first.output.strip()
+    assert second.output.split() == [shell_pid, env.spec.cwd, "none", "no-f"]
+    assert Path(f"/proc/{shell_pid}/cmdline").read_bytes().split(b"\0")[:3] == [b"bash", b"--noprofile", b"--norc"]
+
+
+def test_a_command_after_interrupt_runs_in_a_new_shell(make_env: MakeEnv) -> None:
+    """interrupt() kills every process of the rollout, the exec shell too: the next command must still
+    run (grading runs after an agent's time limit interrupted it), not come back as 'shell was killed'."""
+    env = make_env()
+    old = env.execute("echo $$").output.strip()
+    env.interrupt()
+    assert _wait_dead(int(old))
+    again = env.execute("echo $$; echo ran")
+    assert again.returncode == 0 and again.output.split()[1:] == ["ran"] and again.output.split()[0] != old
+
+
+def test_commands_from_two_threads_run_side_by_side(make_env: MakeEnv) -> None:
+    env = make_env()
+    with ThreadPoolExecutor(2) as pool:
+        slow = pool.submit(env.execute, "sleep 2; echo slow", 10)
+        time.sleep(0.3)
+        start = time.monotonic()
+        assert env.execute("echo quick").output == "quick\n"
+        assert time.monotonic() - start < 1.5
+        assert slow.result().output == "slow\n"
+
+
 def test_file_methods_and_copies(make_env: MakeEnv, tmp_path: Path) -> None:
     env = make_env()
     env.write_file("deep/dir/f.sh", b"#!/bin/sh\necho hi\n", mode=0o755)

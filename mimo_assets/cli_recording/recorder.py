@@ -1,0 +1,191 @@
+"""The process that records CLI runs into Dagster: `python -m mimo_assets.cli_recording.recorder <name>`.
+
+Its own process, so `import dagster` and the event-log writes never take the CLI's GIL from the rollout
+threads; kept warm between CLI runs, so a run does not pay Dagster's start-up (~1.5 s of CPU: the imports,
+the instance) again. It listens on the abstract unix socket `<name>` (address.py). Each connection is one
+CLI run, recorded by one in-process `evaluate` run in a fork of this process (two CLI runs at once are two
+Dagster runs side by side). Protocol, one line each way:
+
+    recorder -> CLI   `mimoagent-recorder <pid>` on accept
+    CLI -> recorder   a RecordingHeader (the RunRequest and the planned rollouts), then one ResultRecord per
+                      finished rollout, then END_OF_RUN; the end of input ends the run (without END_OF_RUN
+                      the CLI died: the run fails after recording what it finished)
+    recorder -> CLI   `ok` when recorded, else `error <message>`
+
+With no run in progress for $MIMOAGENT_DAGSTER_RECORDER_IDLE seconds (120 by default; 0 = as soon as its
+run is recorded) it exits. Its output goes to `mimoagent-recorder.log` in the Dagster home.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from typing import IO
+
+from mimo_assets.cli_recording.address import idle_seconds, socket_address
+from mimo_assets.cli_recording.feed import END_OF_RUN, Feed, RecordingHeader
+from mimo_core.results import ResultRecord
+
+HELLO = "mimoagent-recorder"
+LOG_NAME = "mimoagent-recorder.log"
+# Bookkeeping yields the CPU to the rollouts: on a busy machine it records in their idle moments and
+# catches up after the last one, instead of slowing every rollout (and the user's wait) down.
+NICE_ENV = "MIMOAGENT_DAGSTER_NICE"
+DEFAULT_NICENESS = 10
+FIRST_CONNECTION_S = 30.0  # a recorder nobody connects to (its CLI died while starting it) gives up
+
+
+def niceness() -> int:
+    raw = os.environ.get(NICE_ENV, "").strip()
+    try:
+        return int(raw) if raw else DEFAULT_NICENESS
+    except ValueError:
+        _say(f"{NICE_ENV}={raw!r} is not an integer: recording at niceness {DEFAULT_NICENESS}")
+        return DEFAULT_NICENESS
+
+
+def _say(message: str) -> None:
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{os.getpid()}] {message}", flush=True)
+
+
+def _pump(reader: IO[str], feed: Feed) -> None:
+    try:
+        for line in reader:
+            if line.strip() == END_OF_RUN:
+                feed.complete = True
+            elif line.strip():
+                feed.put(ResultRecord.model_validate_json(line))
+    except (OSError, ValueError) as e:  # a broken connection or a line cut short: the CLI died
+        _say(f"input ended: {type(e).__name__}: {e}")
+    finally:
+        feed.close()
+
+
+class Recorder:
+    """Accepts CLI runs until idle. Each run is recorded by a fork of this warm process: Dagster is
+    imported once, yet runs stay apart (Dagster's per-run logging set-up deadlocks two runs in threads of
+    one process) and run side by side."""
+
+    def __init__(self, sock: socket.socket, idle: float):
+        self.sock = sock
+        self.idle = idle
+        self.children: set[int] = set()
+        self.served = 0
+        self.last = time.monotonic()
+
+    def warm_up(self) -> None:
+        """Import what recording a run needs and open (then close) the instance once, before any fork."""
+        try:
+            from mimo_assets.cli_recording.record import execute_feed  # noqa: F401
+            from mimo_assets.helpers.home import get_instance
+
+            with get_instance():
+                pass
+        except Exception as e:  # each run reports it to its CLI, with the real traceback here
+            _say(f"warm-up failed: {type(e).__name__}: {e}")
+
+    def serve(self) -> None:
+        self.sock.settimeout(0.2)
+        while not self._expired():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            if not _same_user(conn):  # the socket is reachable by every user of this host: record only ours
+                conn.close()
+                continue
+            pid = os.fork()
+            if pid == 0:  # the run's own process
+                code = 1
+                try:
+                    self.sock.close()
+                    code = _record(conn)
+                finally:
+                    sys.stdout.flush()
+                    os._exit(code)
+            conn.close()
+            self.children.add(pid)
+            self.served += 1
+        self.sock.close()
+
+    def _reap(self) -> None:
+        for pid in list(self.children):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.children.discard(pid)
+                self.last = time.monotonic()
+
+    def _expired(self) -> bool:
+        self._reap()
+        if self.children:
+            return False
+        quiet = time.monotonic() - self.last
+        return quiet >= self.idle if self.served else quiet >= max(self.idle, FIRST_CONNECTION_S)
+
+
+def _same_user(conn: socket.socket) -> bool:
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return uid == os.getuid()
+
+
+def _record(conn: socket.socket) -> int:
+    """Record one CLI run from its connection; the exit status of its process."""
+    reply = "ok"
+    try:
+        conn.settimeout(None)
+        try:
+            conn.sendall(f"{HELLO} {os.getpid()}\n".encode())
+        except OSError:  # the CLI sent its whole run and left (MIMOAGENT_DAGSTER_WAIT): the run is still here
+            pass
+        reader = conn.makefile("r", encoding="utf-8", newline="\n")
+        feed = Feed(RecordingHeader.model_validate_json(reader.readline()))
+        threading.Thread(target=_pump, args=(reader, feed), name="mimo-record-input", daemon=True).start()
+        from mimo_assets.cli_recording.record import execute_feed
+        from mimo_assets.helpers.home import get_instance
+
+        req = feed.header.request
+        _say(f"recording run {req.run_id} ({feed.n_planned} planned rollouts, {req.output_dir})")
+        with get_instance() as instance:
+            error = execute_feed(feed, instance)
+        _say(f"run {req.run_id}: {error or 'recorded'}")
+        if error:
+            reply = "error " + " ".join(error.split())
+    except Exception as e:  # a header that does not parse, a storage that does not open
+        reply = f"error {type(e).__name__}: {' '.join(str(e).split())}"
+        _say(reply)
+    finally:
+        try:
+            conn.sendall((reply + "\n").encode())
+        except OSError:  # the CLI stopped waiting (MIMOAGENT_DAGSTER_WAIT): the record is done anyway
+            pass
+        conn.close()
+    return 0 if reply == "ok" else 1
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the CLI; its runs end at end of input
+    os.nice(niceness())
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(socket_address(argv[1]))
+    except OSError:  # another CLI started this recorder a moment before us: it serves both
+        return 0
+    sock.listen(64)
+    recorder = Recorder(sock, idle_seconds())
+    recorder.warm_up()
+    _say(f"listening (idle timeout {idle_seconds():g} s)")
+    recorder.serve()
+    _say("idle: exiting")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
