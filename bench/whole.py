@@ -149,6 +149,8 @@ def run_case(case: Case, root: Path, instances: int, steps: int, workers: int = 
         while any(_children_of(p) for p in recorders) and time.monotonic() < deadline:
             time.sleep(0.05)  # the fork recording this run: reaped by the recorder, then in its cutime
         tree.cpu_s += (sum(_ticks(p) for p in recorders) - before) / _CLK_TCK
+        if tree.leftovers:
+            raise RuntimeError(f"{case.label}: the run started a recorder of its own instead of using the warm one")
     if tree.returncode != 0:
         raise RuntimeError(f"{case.label} failed ({tree.returncode}):\n{tree.stderr[-3000:]}")
     expected = instances * (steps + 1)
