@@ -35,9 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 def _cli_run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall seconds and CPU seconds of the CLI and every process it started, the recorder included (each
     run starts its own, which exits once its run is recorded: the first run of a day, not a warm one)."""
-    from bench.tree import run_tree
+    from bench.tree import children_of, run_tree
 
-    tree = run_tree([sys.executable, "-m", "mimo_core.cli", *args], {**env, IDLE_ENV: "0"}, REPO, keep=set(),
+    ours = set(children_of(os.getpid()))  # the PostgreSQL server: not the run's, never waited for
+    tree = run_tree([sys.executable, "-m", "mimo_core.cli", *args], {**env, IDLE_ENV: "0"}, REPO, keep=ours,
                     timeout=3600, orphan_wait=120)
     if tree.returncode:
         raise SystemExit(tree.stderr[-3000:])

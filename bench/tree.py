@@ -51,17 +51,7 @@ def _cpu(ru: object) -> float:
 
 def _orphans(exclude: set[int]) -> list[int]:
     """Our children that we did not start ourselves: descendants of a measured tree handed to us."""
-    me, found = os.getpid(), []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) in exclude:
-            continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-        except OSError:
-            continue
-        if int(stat[stat.rfind(")") + 2:].split()[1]) == me:
-            found.append(int(entry.name))
-    return found
+    return [pid for pid in children_of(os.getpid()) if pid not in exclude]
 
 
 def run_tree(argv: list[str], env: dict[str, str], cwd: Path, keep: set[int], timeout: float = 1800,
@@ -126,3 +116,23 @@ def tree_cpu(root: int) -> float:
         total += ticks.get(p, 0)
         frontier.extend(children.get(p, ()))
     return total / _CLK_TCK
+
+
+def stat_fields(pid: int) -> list[str]:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return []
+    return stat[stat.rfind(")") + 2:].split()
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime + cutime + cstime (its reaped children: the forks that recorded runs)."""
+    fields = stat_fields(pid)
+    return sum(int(x) for x in fields[11:15]) if fields else 0
+
+
+def children_of(pid: int) -> list[int]:
+    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and (f := stat_fields(int(e.name)))
+            and int(f[1]) == pid]
+

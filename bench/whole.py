@@ -26,7 +26,7 @@ from bench.common import (
     write_mimo_config,
     write_task,
 )
-from bench.tree import _CLK_TCK, TreeRun, run_tree
+from bench.tree import _CLK_TCK, TreeRun, children_of, cpu_ticks, run_tree, stat_fields
 from mimo_assets.cli_recording.address import IDLE_ENV
 
 
@@ -135,7 +135,7 @@ def run_case(case: Case, root: Path, instances: int, steps: int, workers: int = 
     if pidfile is not None:
         pidfile.write_text("")
     recorders = _our_recorders() if case.recording else []
-    before = sum(_ticks(p) for p in recorders)
+    before = sum(cpu_ticks(p) for p in recorders)
     with ServerProcess(case.framework, steps=steps, latency=latency, log_dir=work, watch=pidfile) as server:
         if case.framework == "mimo":
             argv, env = _mimo_argv(case, server, work, instances, steps, workers)
@@ -146,9 +146,9 @@ def run_case(case: Case, root: Path, instances: int, steps: int, workers: int = 
         rows = server.arrival_rows()
     if recorders:  # a warm recorder is not in the run's tree: add what it spent meanwhile
         deadline = time.monotonic() + 120
-        while any(_children_of(p) for p in recorders) and time.monotonic() < deadline:
+        while any(children_of(p) for p in recorders) and time.monotonic() < deadline:
             time.sleep(0.05)  # the fork recording this run: reaped by the recorder, then in its cutime
-        tree.cpu_s += (sum(_ticks(p) for p in recorders) - before) / _CLK_TCK
+        tree.cpu_s += (sum(cpu_ticks(p) for p in recorders) - before) / _CLK_TCK
         if tree.leftovers:
             raise RuntimeError(f"{case.label}: the run started a recorder of its own instead of using the warm one")
     if tree.returncode != 0:
@@ -159,34 +159,15 @@ def run_case(case: Case, root: Path, instances: int, steps: int, workers: int = 
     return CaseRun(case, tree, len(rows), rows)
 
 
-def _stat_fields(pid: int) -> list[str]:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return []
-    return stat[stat.rfind(")") + 2:].split()
-
-
-def _ticks(pid: int) -> int:
-    """utime + stime + cutime + cstime (its reaped children: the forks that recorded runs)."""
-    fields = _stat_fields(pid)
-    return sum(int(x) for x in fields[11:15]) if fields else 0
-
-
-def _children_of(pid: int) -> list[int]:
-    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and (f := _stat_fields(int(e.name)))
-            and int(f[1]) == pid]
-
-
 def _our_recorders() -> list[int]:
     """Warm recorders an earlier (warm-up) run started: orphans handed to this process, the subreaper."""
     found = []
-    for pid in _children_of(os.getpid()):
+    for pid in children_of(os.getpid()):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"mimo_assets.cli_recording.recorder" in cmd and _stat_fields(pid)[0] != "Z":
+        if b"mimo_assets.cli_recording.recorder" in cmd and stat_fields(pid)[0] != "Z":
             found.append(pid)
     return found
 
