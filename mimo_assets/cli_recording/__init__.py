@@ -1,1 +1,2 @@
-"""Recording a `mimoagent` CLI run into Dagster: the observer plug-in, its child process, the feed between."""
+"""Recording a `mimoagent` CLI run into Dagster: the observer plug-in, the recorder kept warm between runs,
+the feed between."""

@@ -18,7 +18,7 @@ END_OF_RUN = "end-of-run"
 
 
 class RecordingHeader(BaseModel):
-    """The first line the recording child reads: the CLI's request and what it planned."""
+    """The first line the recorder reads from a CLI run: its request and what it planned."""
 
     request: RunRequest
     config_names: list[str]

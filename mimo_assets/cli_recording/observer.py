@@ -37,7 +37,7 @@ DEFAULT_WAIT_S = 0.5
 
 def wait_limit() -> float | None:
     """Seconds the CLI waits at exit for the recording to finish ($MIMOAGENT_DAGSTER_WAIT; `all` = until
-    recorded). After that the child, in its own session, finishes on its own: the results are already
+    recorded). After that the recorder finishes on its own: the results are already
     on disk and the run shows as in progress in the UI until it is done."""
     raw = os.environ.get(WAIT_ENV, "").strip().lower()
     if raw in ("all", "inf", "infinite"):

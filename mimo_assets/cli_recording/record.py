@@ -1,5 +1,5 @@
-"""Inside the recording child: one in-process `evaluate` run whose step registers the CLI run's inputs
-and logs each partition's materializations as its records arrive on the feed."""
+"""Inside the recorder (a fork of it per CLI run): one in-process `evaluate` run whose step registers the
+CLI run's inputs and logs each partition's materializations as its records arrive on the feed."""
 
 from __future__ import annotations
 
