@@ -66,7 +66,8 @@ class RecorderLink:
             if time.monotonic() > deadline:
                 raise RecordingError(f"the recorder did not listen within {START_S:g} s (log: {log})")
             time.sleep(0.01)
-        return cls(sock, log, started=proc.pid)
+        # (its exit status 0: another CLI's recorder bound the name first, and serves this run too)
+        return cls(sock, log, started=proc.pid if proc.poll() is None else None)
 
     def send(self, line: str) -> None:
         self.sock.sendall(line.encode() + b"\n")

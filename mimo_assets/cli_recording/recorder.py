@@ -25,11 +25,12 @@ import struct
 import sys
 import threading
 import time
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from mimo_assets.cli_recording.address import idle_seconds, socket_address
-from mimo_assets.cli_recording.feed import END_OF_RUN, Feed, RecordingHeader
-from mimo_core.results import ResultRecord
+
+if TYPE_CHECKING:
+    from mimo_assets.cli_recording.feed import Feed
 
 HELLO = "mimoagent-recorder"
 LOG_NAME = "mimoagent-recorder.log"
@@ -54,6 +55,9 @@ def _say(message: str) -> None:
 
 
 def _pump(reader: IO[str], feed: Feed) -> None:
+    from mimo_assets.cli_recording.feed import END_OF_RUN
+    from mimo_core.results import ResultRecord
+
     try:
         for line in reader:
             if line.strip() == END_OF_RUN:
@@ -145,6 +149,8 @@ def _record(conn: socket.socket) -> int:
             conn.sendall(f"{HELLO} {os.getpid()}\n".encode())
         except OSError:  # the CLI sent its whole run and left (MIMOAGENT_DAGSTER_WAIT): the run is still here
             pass
+        from mimo_assets.cli_recording.feed import Feed, RecordingHeader
+
         reader = conn.makefile("r", encoding="utf-8", newline="\n")
         feed = Feed(RecordingHeader.model_validate_json(reader.readline()))
         threading.Thread(target=_pump, args=(reader, feed), name="mimo-record-input", daemon=True).start()
@@ -172,13 +178,13 @@ def _record(conn: socket.socket) -> int:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the CLI; its runs end at end of input
-    os.nice(niceness())
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(socket_address(argv[1]))
     except OSError:  # another CLI started this recorder a moment before us: it serves both
         return 0
-    sock.listen(64)
+    sock.listen(64)  # first, at full priority: the CLI that started us waits for this (not for Dagster)
+    os.nice(niceness())
     recorder = Recorder(sock, idle_seconds())
     recorder.warm_up()
     _say(f"listening (idle timeout {idle_seconds():g} s)")
