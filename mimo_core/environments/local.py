@@ -192,10 +192,10 @@ class LocalEnvironment:
         """Run `command` with bash (no profile), stdout+stderr merged, stdin empty.
 
         A subshell of the rollout's own `exec` shell (a persistent bash, inside the rollout's one
-        bubblewrap sandbox when it has one), so a command costs a fork, not a new bash and a new
-        process from this Python process (~3x the CPU), and state never leaks between commands. Its output goes to a
-        file, so a background job that keeps the stream open cannot hold the call hostage. A timeout
-        kills every process the command started; the shell and the sandbox keep working.
+        bubblewrap sandbox when it has one): a command costs a fork, not a new bash spawned from this
+        process (~3x the CPU), and its state never leaks into the next one. Its output goes to a file,
+        so a background job that keeps the stream open cannot hold the call hostage. A timeout kills
+        every process the command started; the shell and the sandbox keep working.
         """
         if self.base is None:
             raise SandboxError("LocalEnvironment.execute called before start() or after stop()")

@@ -207,15 +207,16 @@ class ShellSession:
         first_line = self._lines
         try:
             try:
-                stream, first_line = self._send(self._stream or self._open(), command, nonce, out, subshell, env,
-                                                cwd)
+                stream = self._stream or self._open()
+                first_line = self._send(stream, command, nonce, out, subshell, env, cwd)
             except OSError:
                 if not subshell:
                     raise
                 # A stateless call (`execute`) to a shell that died since the last one (killed with the
                 # rollout's commands): nothing of it ran, so it runs in a new shell.
                 self._drop()
-                stream, first_line = self._send(self._open(), command, nonce, out, subshell, env, cwd)
+                stream = self._open()
+                first_line = self._send(stream, command, nonce, out, subshell, env, cwd)
             marker, timed_out, gone = self._wait_marker(stream, nonce, out, start + timeout)
         except OSError:  # the shell died before it could read the call
             marker, timed_out, gone = None, False, True
@@ -252,12 +253,12 @@ class ShellSession:
                            duration_s=time.monotonic() - start)
 
     def _send(self, stream: ShellStream, command: str, nonce: str, out: str, subshell: bool,
-              env: dict[str, str] | None, cwd: str | None) -> tuple[ShellStream, int]:
-        """Write the call's line; the stream and the shell's line number of the call."""
+              env: dict[str, str] | None, cwd: str | None) -> int:
+        """Write the call's line; the shell's line number of the call."""
         self._lines += 1
         self._call = (nonce, out, stream.pid)
         stream.send(self._line(command, nonce, out, subshell, env, cwd))
-        return stream, self._lines
+        return self._lines
 
     def _settle(self, stream: ShellStream) -> None:
         """After a timeout, let the shell reap what was killed outside any call: its "Killed" job notices
