@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from dagster import AssetKey, DagsterInstance
+from dagster import AssetKey
 
 from mimo_assets.cli_recording.observer import LOG_FILE, WAIT_LINE
+from mimo_assets.helpers.home import get_instance
 from mimo_core.testing.tasks import write_named_config, write_tasks
 from tests.dagster.conftest import pk, run_cli
 
@@ -22,7 +23,9 @@ def test_a_short_run_returns_without_waiting_for_dagster_and_is_recorded_in_the_
                    {**dagster_env, "MIMOAGENT_DAGSTER_WAIT": "0"})
     assert "recording finishes in the background" in proc.stderr
     assert f"{WAIT_LINE} 0.0" in (out / LOG_FILE).read_text()
-    instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
+    # The recorder may still be creating this new home's tables: open it as every mimoagent process does,
+    # under the home's lock (a bare DagsterInstance.from_config would race it for the schema).
+    instance = get_instance()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(instance.get_materialized_partitions(AssetKey("graded_results"))) < 2:
         time.sleep(0.2)
