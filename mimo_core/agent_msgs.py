@@ -1,8 +1,9 @@
-"""The agent_msgs/ step files: every model call's exact request and its response, written as deltas.
+"""agent_msgs/steps.jsonl: every model call's exact request and its response, appended as deltas.
 
 A rollout's request grows by a few messages per call, so writing each whole request would make a
-rollout's writes quadratic in its length. A step file holds the whole request only for the first call
-(or when the chain cannot continue); later ones hold what changed since the previous call's request:
+rollout's writes quadratic in its length. One line per call, appended to one file per rollout: the
+first line holds the whole request (also a call whose step comes again or out of order); later ones
+hold what changed since the previous line's request:
 
     {"step": 7, "prev": 6, "request_delta": {"lists": {"messages": {"keep": 12, "append": [...]}},
      "set": {...}, "drop": [...], "order": [...]}, "request_sha1": "...", "response": {...}}
@@ -10,7 +11,11 @@ rollout's writes quadratic in its length. A step file holds the whole request on
 `lists`: top-level lists whose first `keep` items are the previous request's (the history), followed by
 `append`; `set`: other top-level fields that are new or changed; `drop`: fields gone; `order`: the
 field order, only when it is not the previous order with new fields appended. `request_sha1` is the
-SHA-1 of the exact bytes sent, so a reader proves its rebuild. docs/trajectory.md has the details.
+SHA-1 of the exact bytes sent, so a reader proves its rebuild. One appended line rather than a file per
+call: creating a file costs far more than appending a line, a directory's cost per new file grows with
+its entries, and 100,000 rollouts of 200 calls would otherwise be 20 million files. Folders of the
+earlier formats (`step_NNNN.json`, one file per call, whole or delta) are read by the same functions.
+docs/trajectory.md has the details.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ import hashlib
 import itertools
 import json
 import operator
+import os
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +54,15 @@ def same_json(a: Any, b: Any) -> bool:
     return a == b
 
 
-def step_path(msgs_dir: Path, step: int) -> Path:
+STEPS_FILE = "steps.jsonl"
+
+
+def steps_file(msgs_dir: Path) -> Path:
+    return msgs_dir / STEPS_FILE
+
+
+def _legacy_path(msgs_dir: Path, step: int) -> Path:
+    """A call's own file in the earlier formats."""
     return msgs_dir / f"step_{step:04d}.json"
 
 
@@ -56,6 +71,8 @@ def _list_delta(prev: list[Any], cur: list[Any]) -> dict[str, Any]:
     # The usual case, history kept and messages appended: the items that are the very same (cached wire)
     # objects are skipped at C speed; only the others are compared exactly, in Python.
     if len(cur) >= n:
+        if all(map(operator.is_, prev, cur)):
+            return {"keep": n, "append": cur[n:]}
         others = itertools.compress(range(n), map(operator.is_not, prev, cur))
         if all(same_json(prev[i], cur[i]) for i in others):
             return {"keep": n, "append": cur[n:]}
@@ -107,37 +124,60 @@ def apply_delta(prev: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
 
 
 class StepWriter:
-    """Writes one rollout's step files, keeping the previous request in memory to write only the delta.
-    Thread-safe: a CLI agent's recording proxy may hand over calls from several threads."""
+    """Appends one rollout's calls to agent_msgs/steps.jsonl, keeping the previous request in memory to
+    write only the delta. Thread-safe: a CLI agent's recording proxy may hand over calls from several
+    threads. Each line goes out in one `write` on an O_APPEND descriptor opened per call (no descriptor
+    outlives a call), so a reader sees whole lines, and at worst a torn last line after a crash."""
 
     def __init__(self, msgs_dir: Path):
         self.dir = msgs_dir
+        self.path = steps_file(msgs_dir)
         self._prev: dict[str, Any] | None = None
         self._prev_step = 0
         self._lock = threading.Lock()
 
     def record(self, step: int, request: dict[str, Any], response: dict[str, Any],
                request_json: str | None = None) -> None:
-        """`request_json`: the request exactly as sent, when the caller has it (its hash is recorded);
-        without it (a CLI agent's proxy hands over the parsed body) the hash is of its compact encoding."""
+        """`request_json`: the request exactly as sent, when the caller has it (its hash is recorded:
+        a models.body_text.SentBody brings it along, computed as the body was built); without it (a CLI
+        agent's proxy hands over the parsed body) the hash is of its compact encoding."""
         sent = request_json if request_json is not None else encode_body(request)
+        sha1 = getattr(sent, "sha1", None) or hashlib.sha1(sent.encode()).hexdigest()
         with self._lock:
-            self._record(step, request, response, sent)
+            self._record(step, request, response, sha1)
 
-    def _record(self, step: int, request: dict[str, Any], response: dict[str, Any], sent: str) -> None:
+    def _record(self, step: int, request: dict[str, Any], response: dict[str, Any], sha1: str) -> None:
         head: dict[str, Any] = {"step": step}
-        if self._prev is None or step <= self._prev_step:  # first call, or a step written again: whole
+        if self._prev is None or step <= self._prev_step:  # first call, or a step again / out of order: whole
             head["request"] = request
         else:
             head["prev"] = self._prev_step
             head["request_delta"] = request_delta(self._prev, request)
-        head["request_sha1"] = hashlib.sha1(sent.encode()).hexdigest()
+        head["request_sha1"] = sha1
         head["response"] = response
-        text = encode_body(head)
-        tmp = self.dir / f".step_{step:04d}.json.tmp"
-        tmp.write_text(text)
-        tmp.replace(step_path(self.dir, step))  # a reader never sees half a file; no fsync: see results.py
+        line = (encode_body(head) + "\n").encode()
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        try:
+            if self._prev is None:
+                _drop_torn_tail(fd)
+            view = memoryview(line)
+            while view:  # one write in practice; a short write (a full disk) is finished or raises
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
         self._prev, self._prev_step = request, step
+
+
+def _drop_torn_tail(fd: int) -> None:
+    """A file left by a killed writer may end in half a line: cut it off before appending, so the new
+    line is not glued to it. Only a first write looks (the file is this writer's after that)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    start = max(0, size - (1 << 20))
+    tail = os.pread(fd, size - start, start)
+    cut = tail.rfind(b"\n")
+    os.ftruncate(fd, start + cut + 1 if cut >= 0 else 0)
 
 
 @dataclass
@@ -145,53 +185,112 @@ class StepRecord:
     step: int
     request: dict[str, Any]
     response: dict[str, Any]
-    request_bytes: bytes  # the body as sent (verified against request_sha1 when the file has one)
+    request_bytes: bytes  # the body as sent (verified against request_sha1 when the record has one)
 
 
-def _load(msgs_dir: Path, step: int) -> dict[str, Any]:
-    path = step_path(msgs_dir, step)
+@dataclass
+class _Raw:
+    where: str  # "<file>:<line>" or a legacy step file: what an error names
+    data: dict[str, Any]
+
+
+def _read_lines(path: Path) -> list[_Raw]:
     try:
-        return json.loads(path.read_text())
+        text = path.read_text()
     except (OSError, ValueError) as e:
         raise AgentMsgsError(f"{path}: cannot read ({type(e).__name__}: {e})") from e
+    lines = text.split("\n")
+    lines.pop()  # "" after the last newline, or a line torn by a killed writer: never a whole record
+    out = []
+    for n, line in enumerate(lines, 1):
+        try:
+            data = json.loads(line)
+        except ValueError as e:
+            raise AgentMsgsError(f"{path}:{n}: not a JSON record ({e})") from e
+        if not isinstance(data, dict) or not isinstance(data.get("step"), int):
+            raise AgentMsgsError(f"{path}:{n}: not a step record (no integer `step`)")
+        out.append(_Raw(f"{path}:{n}", data))
+    return out
 
 
-def _finish(msgs_dir: Path, raw: dict[str, Any], request: dict[str, Any]) -> StepRecord:
+def _read_legacy(msgs_dir: Path) -> list[_Raw]:
+    out = []
+    for step in sorted(int(p.stem.removeprefix("step_")) for p in msgs_dir.glob("step_*.json")):
+        path = _legacy_path(msgs_dir, step)
+        try:
+            out.append(_Raw(str(path), json.loads(path.read_text())))
+        except (OSError, ValueError) as e:
+            raise AgentMsgsError(f"{path}: cannot read ({type(e).__name__}: {e})") from e
+    return out
+
+
+def _records(msgs_dir: Path) -> list[_Raw]:
+    """Every record, in the order written (legacy folders: by step, which is the order they were written)."""
+    path = steps_file(msgs_dir)
+    if path.exists():
+        return _read_lines(path)
+    if any(msgs_dir.glob("step_*.json")):
+        return _read_legacy(msgs_dir)
+    raise AgentMsgsError(f"{path}: cannot read (no such file, and no step files of the earlier format)")
+
+
+def _rebuilt(records: list[_Raw]) -> Iterator[tuple[_Raw, dict[str, Any]]]:
+    """Each record with its whole request, built from the request its `prev` names as last written. Only
+    requests a later record still names are kept: memory follows the chain's width, not its length."""
+    wanted = Counter(r.data["prev"] for r in records if "request" not in r.data)
+    known: dict[int, dict[str, Any]] = {}
+    for raw in records:
+        data = raw.data
+        if "request" in data:
+            request = data["request"]
+        else:
+            prev = data.get("prev")
+            base = known.get(prev) if isinstance(prev, int) and prev < data["step"] else None
+            if base is None or "request_delta" not in data:
+                raise AgentMsgsError(f"{raw.where}: step {data['step']} is neither a whole request nor a "
+                                     f"delta from an earlier step ({prev!r})")
+            request = apply_delta(base, data["request_delta"])
+            wanted[prev] -= 1
+            if wanted[prev] <= 0:
+                known.pop(prev, None)
+        if wanted[data["step"]] > 0:
+            known[data["step"]] = request
+        yield raw, request
+
+
+def _finish(raw: _Raw, request: dict[str, Any]) -> StepRecord:
     body = encode_body(request).encode()
-    want = raw.get("request_sha1")
+    want = raw.data.get("request_sha1")
     if want is not None and hashlib.sha1(body).hexdigest() != want:
-        raise AgentMsgsError(f"{step_path(msgs_dir, raw['step'])}: rebuilt request does not match the one sent")
-    return StepRecord(raw["step"], request, raw.get("response", {}), body)
+        raise AgentMsgsError(f"{raw.where}: rebuilt request does not match the one sent")
+    return StepRecord(raw.data["step"], request, raw.data.get("response", {}), body)
 
 
 def read_step(msgs_dir: Path, step: int) -> StepRecord:
-    """One call's exact request and response, following the chain back to the last whole request."""
-    chain = [_load(msgs_dir, step)]
-    while "request" not in chain[-1]:
-        prev = chain[-1].get("prev")
-        if not isinstance(prev, int) or prev >= chain[-1]["step"]:
-            raise AgentMsgsError(f"{step_path(msgs_dir, chain[-1]['step'])}: neither a request nor a valid prev")
-        chain.append(_load(msgs_dir, prev))
-    request = chain[-1]["request"]
-    for raw in reversed(chain[:-1]):
-        request = apply_delta(request, raw["request_delta"])
-    return _finish(msgs_dir, chain[0], request)
+    """One call's exact request and response (its last record, if the step was written twice)."""
+    found = None
+    for raw, request in _rebuilt(_records(msgs_dir)):
+        if raw.data["step"] == step:
+            found = (raw, request)
+    if found is None:
+        raise AgentMsgsError(f"{msgs_dir}: no call with step {step}")
+    return _finish(*found)
 
 
 def steps(msgs_dir: Path) -> list[int]:
-    return sorted(int(p.stem.removeprefix("step_")) for p in msgs_dir.glob("step_*.json"))
+    """The calls' step numbers, in order, each once."""
+    return sorted({r.data["step"] for r in _records(msgs_dir)})
 
 
 def iter_steps(msgs_dir: Path) -> Iterator[StepRecord]:
-    """Every call of a rollout in order, each rebuilt once from the one before (linear in the files)."""
-    known: dict[int, dict[str, Any]] = {}
-    for step in steps(msgs_dir):
-        raw = _load(msgs_dir, step)
-        if "request" in raw:
-            request = raw["request"]
-        elif raw.get("prev") in known:
-            request = apply_delta(known[raw["prev"]], raw["request_delta"])
-        else:
-            request = read_step(msgs_dir, step).request
-        known = {step: request}
-        yield _finish(msgs_dir, raw, request)
+    """Every call of a rollout in step order, each once (its last record), each rebuilt once from the one
+    before it (linear in the file when the steps were written in order, the usual case)."""
+    records = _records(msgs_dir)
+    numbers = [r.data["step"] for r in records]
+    if all(a < b for a, b in itertools.pairwise(numbers)):
+        for raw, request in _rebuilt(records):
+            yield _finish(raw, request)
+        return
+    last = {raw.data["step"]: (raw, request) for raw, request in _rebuilt(records)}
+    for step in sorted(last):
+        yield _finish(*last[step])

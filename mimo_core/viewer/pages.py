@@ -89,7 +89,7 @@ class Pages:
         return render("rollout.html", folder=folder, view=view, ab_link=_ab_link(record.instance_id, others[0]))
 
     def step(self, request: Request) -> Response:
-        """One model call's request as it was sent, rebuilt from the delta files (mimo_core.agent_msgs)."""
+        """One model call's request as it was sent, rebuilt from agent_msgs/ (mimo_core.agent_msgs)."""
         folder = self._folder(request)
         rel, n = request.query_params.get("r", ""), request.query_params.get("n", "")
         record = folder.record(rel) if folder is not None else None

@@ -135,7 +135,7 @@ class RolloutView(BaseModel):
     judge: JudgeResult | None = None
     judge_turns: list[TurnView] = []  # the judge's own conversation (judge/traj.json), its reasoning included
     files: list[FileEntry] = []
-    step_files: list[FileEntry] = []  # agent_msgs/: one per model call, listed apart
+    step_files: list[FileEntry] = []  # agent_msgs/ (steps.jsonl; one file per call in older folders), listed apart
     inline: dict[str, str] = {}  # small verifier files shown in the page
 
 

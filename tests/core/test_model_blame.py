@@ -18,7 +18,8 @@ def test_a_404_is_not_a_graded_zero_and_the_failing_request_is_saved(workdir: Pa
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
     assert (rec.exit_status, rec.infra_error, rec.reward, rec.passed) == (ExitStatus.MODEL_ERROR, True, None, None)
     assert "not found" in (rec.error or "") and len(scripted_llm.requests) == 1
-    saved = json.loads((workdir / "out" / rec.output_dir / "agent_msgs" / "step_0001.json").read_text())
+    [line] = (workdir / "out" / rec.output_dir / "agent_msgs" / "steps.jsonl").read_text().splitlines()
+    saved = json.loads(line)
     assert saved["request"]["messages"][0]["role"] == "system"
     assert saved["response"]["error"]["status"] == 404
     # a rerun does it again: it is not finished

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.agent_msgs import read_step
+from mimo_core.agent_msgs import read_step, steps
 from mimo_core.results import ResultsStore
 from mimo_core.status import ExitStatus
 from mimo_core.testing.scripted_llm import Reply, call, turns
@@ -48,8 +48,8 @@ def test_rollout_edits_file_submits_and_passes(protocol: str, workdir: Path, scr
     assert on_disk["messages"][2]["tool_calls"][0]["function"]["name"] == "bash"
     assert {t["function"]["name"] for t in on_disk["tools"]} >= {"bash", "submit"}
     assert len(traj.calls) == 3 and traj.usage.prompt_tokens == 30 and traj.cost > 0
-    assert sorted(p.name for p in (rollout / "agent_msgs").iterdir()) == [
-        "step_0001.json", "step_0002.json", "step_0003.json"]
+    assert [p.name for p in (rollout / "agent_msgs").iterdir()] == ["steps.jsonl"]
+    assert steps(rollout / "agent_msgs") == [1, 2, 3]
     step3 = read_step(rollout / "agent_msgs", 3)
     assert step3.request["model"] == "scripted-model" and step3.response
     assert json.loads((rollout / "reward_extra_info.json").read_text())["reward"] == 1.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mimo_core.agent_msgs import steps
 from mimo_core.config import JudgeAgentConfig, ModelConfig, RetryConfig
 from mimo_core.datasets.base import Rubric
 from mimo_core.datasets.generic import GenericTask
@@ -59,4 +60,4 @@ def test_judge_inspects_environment_and_scores_each_rubric(tmp_path: Path, new_e
     assert any("42" in str(m.get("content")) for m in second_request if m["role"] == "tool")
     traj = json.loads((tmp_path / "judge" / "traj.json").read_text())
     assert traj["agent_type"] == "judge" and traj["steps"] == 2 and result.trajectory == "judge/traj.json"
-    assert len(list((tmp_path / "judge" / "agent_msgs").iterdir())) == 2
+    assert steps(tmp_path / "judge" / "agent_msgs") == [1, 2]

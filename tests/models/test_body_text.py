@@ -1,7 +1,9 @@
-"""Bodies encoded with reused item texts are exactly the bodies encoded whole, call after call."""
+"""Bodies encoded with reused item texts are exactly the bodies encoded whole, call after call, and the
+hash carried along with them is the hash of those bytes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 
@@ -19,7 +21,29 @@ def test_reused_texts_give_the_same_bytes_as_encoding_the_whole_body() -> None:
         if n == 20:
             history[:] = history[:5] + history[15:]  # trimmed: a new list keeping some of the same objects
         body = {"model": "m", "messages": list(history), "tools": [{"name": "bash"}], "temperature": 0.2}
-        assert enc.encode(body) == whole(body)
+        text = enc.encode(body)
+        assert text == whole(body)
+        assert text.sha1 == hashlib.sha1(whole(body).encode()).hexdigest()
+
+
+def test_the_carried_hash_follows_every_change_before_inside_and_after_the_history() -> None:
+    enc = BodyEncoder()
+    history = [{"role": "user", "content": f"m{n} ✓"} for n in range(10)]
+    bodies = [
+        {"model": "m", "messages": history[:8], "temperature": 0.2},
+        {"model": "m", "messages": history[:9], "temperature": 0.2},   # appended: carried on
+        {"model": "m", "messages": history[:9], "temperature": 0.3},   # a field after the list changed
+        {"model": "m2", "messages": history[:10], "temperature": 0.3},  # a field before it changed
+        {"model": "m2", "messages": history[:10]},                      # nothing new in the list
+        {"model": "m2", "messages": [history[0], *history[2:10]]},      # an item dropped from the middle
+        {"model": "m2", "input": history[:10]},                          # another list key
+        {"model": "m2", "messages": history[:3]},                        # no long list at all
+        {"model": "m2", "messages": history[:10], "tools": history[:9]},  # two long lists
+        {"model": "m2", "messages": history[:10], "tools": history[:10]},
+    ]
+    for body in bodies:
+        text = enc.encode(body)
+        assert (text, text.sha1) == (whole(body), hashlib.sha1(whole(body).encode()).hexdigest()), body
 
 
 def test_an_item_replaced_by_an_equal_looking_new_object_is_encoded_again() -> None:
