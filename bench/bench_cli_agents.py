@@ -8,7 +8,7 @@ Cold: a fresh cache folder and a fresh npm cache, so every byte comes from the r
 Cached: what every rollout after the first pays (the cache check). Payload: unpacking the archive of
 `mimoagent payload build` into a fresh cache (built first when missing; its build time is not counted).
 Proxy: N streamed Anthropic Messages calls to the scripted server (in this process), directly and through
-the recording proxy writing agent_msgs/ step files; the difference per call is the proxy's cost.
+the recording proxy writing agent_msgs/; the difference per call is the proxy's cost.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.evidence import keep_verifier_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
-from mimo_core.results import ResultRecord, ResultsStore, write_json
+from mimo_core.results import ResultRecord, ResultsStore, write_json, write_model_json
 from mimo_core.rollout_files import RolloutFiles
 from mimo_core.status import INFRA_STATUSES, UNGRADED_STATUSES, ExitStatus
 from mimo_core.trajectory import ModelInfo, Timings, Trajectory
@@ -331,7 +331,7 @@ def _write_outputs(
         agent=agent, exit_status=status, error=error, submission=submission, timings=timings,
         config=job.config.redacted(),
     )
-    write_json(rollout_dir / "traj.json", traj.model_dump(mode="json"))
+    write_model_json(rollout_dir / "traj.json", traj)
     graded = grade is not None and traj.exit_status not in UNGRADED_STATUSES
     rec.log(f"done: {traj.exit_status.value} reward={grade.reward if graded else None} in {timings.total_s:.2f}s")
     return ResultRecord(

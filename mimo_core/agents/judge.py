@@ -24,7 +24,7 @@ from mimo_core.grading.rubric import (
     weighted_score,
 )
 from mimo_core.messages import Message
-from mimo_core.results import write_json
+from mimo_core.results import write_model_json
 from mimo_core.status import ExitStatus
 from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
@@ -120,7 +120,7 @@ def run_judge(
                         ended_at=datetime.now(UTC).isoformat(timespec="seconds"), agent_s=elapsed, total_s=elapsed),
         config=redact(config.model_dump(mode="json")),
     )
-    write_json(out_dir / "traj.json", traj.model_dump(mode="json"))
+    write_model_json(out_dir / "traj.json", traj)
     return JudgeResult(
         score=weighted_score(scores, items), scores=scores, exit_status=result.exit_status, error=error,
         verdict=verdict, model_name=config.model.model_name, steps=result.steps, usage=result.usage,
