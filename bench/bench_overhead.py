@@ -67,7 +67,9 @@ def _breakdown_table(runs: list[CaseRun]) -> None:
 
 
 def _growth_table(runs: list[CaseRun], long: int) -> None:
-    """40-call windows centred on steps 21 and 201: a tick is 10 ms, so a window is ~200+ ms of CPU."""
+    """40-call windows centred on steps 21 and 201, pooled over the rollouts. /proc counts 10 ms ticks, so
+    each rollout's window is off by up to a tick per process: ours (~1.5 ms a step, ~60 ms a window)
+    needs ~20 rollouts for the ratio to hold to a few percent."""
     rows = []
     for r in runs:
         early, late = r.step_cost_ms(1, 41), r.step_cost_ms(181, 221)
@@ -114,7 +116,9 @@ def main() -> None:
     p.add_argument("--instances", type=int, default=20)
     p.add_argument("--steps", type=int, default=20, help="echo steps before the submit")
     p.add_argument("--long", type=int, default=221, help="steps of the long rollouts (growth table; 0: skip)")
-    p.add_argument("--long-rollouts", type=int, default=5)
+    p.add_argument("--long-rollouts", type=int, default=20,
+                   help="long rollouts of ours; the peer's step costs ~15x more CPU, so it runs a quarter as "
+                        "many (at least 2) for as many 10 ms ticks per window")
     p.add_argument("--no-peer", action="store_true", help="ours only")
     p.add_argument("--no-bwrap", action="store_true", help="skip the bwrap case")
     args = p.parse_args()
@@ -132,7 +136,8 @@ def main() -> None:
         _breakdown_table(runs)
         if args.long:
             long_cases = [c for c in cases if c.label in ("mimoagent, recording off", PEER)]
-            _growth_table([run_case(c, root / "long", args.long_rollouts, args.long, sample_cpu=True)
+            _growth_table([run_case(c, root / "long", args.long_rollouts if c.framework == "mimo"
+                                    else max(2, args.long_rollouts // 4), args.long, sample_cpu=True)
                            for c in long_cases], args.long)
         env_rows = [["none", *(f"{x:.2f}" for x in _env_command_cpu(root, "none"))]]
         if shutil.which("bwrap"):

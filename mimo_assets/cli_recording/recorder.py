@@ -18,6 +18,7 @@ run is recorded) it exits. Its output goes to `mimoagent-recorder.log` in the Da
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -92,6 +93,11 @@ class Recorder:
                 pass
         except Exception as e:  # each run reports it to its CLI, with the real traceback here
             _say(f"warm-up failed: {type(e).__name__}: {e}")
+        # Objects made so far live as long as this process: frozen, no fork's collection visits them,
+        # so the forks do not copy the pages they sit on (a 2-rollout run's recording: ~0.38 s -> ~0.25 s of
+        # CPU here).
+        gc.collect()
+        gc.freeze()
 
     def serve(self) -> None:
         self.sock.settimeout(0.2)
