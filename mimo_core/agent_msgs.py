@@ -171,13 +171,17 @@ class StepWriter:
 def _drop_torn_tail(fd: int) -> None:
     """A file left by a killed writer may end in half a line: cut it off before appending, so the new
     line is not glued to it. Only a first write looks (the file is this writer's after that)."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+    end = os.fstat(fd).st_size
+    if end == 0 or os.pread(fd, 1, end - 1) == b"\n":
         return
-    start = max(0, size - (1 << 20))
-    tail = os.pread(fd, size - start, start)
-    cut = tail.rfind(b"\n")
-    os.ftruncate(fd, start + cut + 1 if cut >= 0 else 0)
+    while end > 0:  # back to the last newline, a chunk at a time (a whole request's line may be long)
+        start = max(0, end - (1 << 20))
+        cut = os.pread(fd, end - start, start).rfind(b"\n")
+        if cut >= 0:
+            os.ftruncate(fd, start + cut + 1)
+            return
+        end = start
+    os.ftruncate(fd, 0)  # no newline at all: the only line is the torn one
 
 
 @dataclass

@@ -133,6 +133,17 @@ def test_a_torn_last_line_loses_only_itself(tmp_path: Path) -> None:
     assert read_step(tmp_path, 3).response == {"after": "restart"}
 
 
+def test_a_torn_line_longer_than_a_read_chunk_is_cut_at_the_last_whole_line(tmp_path: Path) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "u"}]}
+    StepWriter(tmp_path).record(1, body, {})
+    path = tmp_path / "steps.jsonl"
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"step":2,"request":{"messages":[{"content":"' + b"x" * 3_000_000)
+    StepWriter(tmp_path).record(2, body, {"n": 2})
+    assert path.read_bytes().startswith(whole) and path.read_bytes().count(b"\n") == 2
+    assert [s.response for s in iter_steps(tmp_path)] == [{}, {"n": 2}]
+
+
 def test_folders_of_the_earlier_formats_are_still_read(tmp_path: Path) -> None:
     """One file per call: whole requests without a hash (the first format), then deltas with one."""
     body = {"model": "m", "messages": [{"role": "user", "content": "u"}]}
