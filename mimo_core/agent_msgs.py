@@ -222,9 +222,12 @@ def _read_legacy(msgs_dir: Path) -> list[_Raw]:
     for step in sorted(int(p.stem.removeprefix("step_")) for p in msgs_dir.glob("step_*.json")):
         path = _legacy_path(msgs_dir, step)
         try:
-            out.append(_Raw(str(path), json.loads(path.read_text())))
+            data = json.loads(path.read_text())
         except (OSError, ValueError) as e:
             raise AgentMsgsError(f"{path}: cannot read ({type(e).__name__}: {e})") from e
+        if not isinstance(data, dict) or not isinstance(data.get("step"), int):
+            raise AgentMsgsError(f"{path}: not a step record (no integer `step`)")
+        out.append(_Raw(str(path), data))
     return out
 
 
@@ -241,7 +244,7 @@ def _records(msgs_dir: Path) -> list[_Raw]:
 def _rebuilt(records: list[_Raw]) -> Iterator[tuple[_Raw, dict[str, Any]]]:
     """Each record with its whole request, built from the request its `prev` names as last written. Only
     requests a later record still names are kept: memory follows the chain's width, not its length."""
-    wanted = Counter(r.data["prev"] for r in records if "request" not in r.data)
+    wanted = Counter(r.data.get("prev") for r in records if "request" not in r.data)
     known: dict[int, dict[str, Any]] = {}
     for raw in records:
         data = raw.data

@@ -108,6 +108,12 @@ def test_a_rebuild_that_differs_from_what_was_sent_is_an_error(tmp_path: Path) -
     path.write_text("{not json\n" + good)
     with pytest.raises(AgentMsgsError, match="steps.jsonl:1: not a JSON record"):
         list(iter_steps(tmp_path))
+    path.write_text('{"step": 1, "response": {}}\n' + good.splitlines()[1] + "\n")  # neither request nor prev
+    with pytest.raises(AgentMsgsError, match="steps.jsonl:1: step 1 is neither a whole request nor a delta"):
+        list(iter_steps(tmp_path))
+    path.write_text('["not", "a", "record"]\n')
+    with pytest.raises(AgentMsgsError, match="steps.jsonl:1: not a step record"):
+        list(iter_steps(tmp_path))
     path.write_text(good.splitlines()[1] + "\n")  # the whole request's line lost
     with pytest.raises(AgentMsgsError, match="steps.jsonl:1: step 2 is neither a whole request nor a delta"):
         read_step(tmp_path, 2)
