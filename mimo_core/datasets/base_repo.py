@@ -10,14 +10,12 @@ callers fall back to making the base in the sandbox.
 
 from __future__ import annotations
 
-import atexit
 import base64
 import functools
 import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -29,10 +27,14 @@ _root: Path | None = None
 
 
 def _cache_root() -> Path:
+    """In the process's labelled scratch folder: a runner killed before its exit leaves it for the
+    next run's sweep, not in the temp dir for good."""
     global _root
     if _root is None:
-        _root = Path(tempfile.mkdtemp(prefix="mimo-base-repos-"))
-        atexit.register(shutil.rmtree, _root, True)
+        from mimo_core.environments.local_cleanup import process_scratch
+
+        _root = process_scratch() / "base-repos"
+        _root.mkdir(exist_ok=True)
     return _root
 
 

@@ -4,15 +4,19 @@ Like containers, each local sandbox folder carries a label file (`sandbox.json`:
 config, the runner's host, pid and process start time, the sandbox's process marker). `stop()` removes
 the folder; a runner killed with SIGKILL cannot, so `mimoagent cleanup` and the start of every local run
 call `cleanup()`: folders whose runner is gone lose their processes (found by their `MIMO_SANDBOX`
-marker, also the ones that called `setsid`) and then the folder itself.
+marker, also the ones that called `setsid`) and then the folder itself. Each runner's host-side scratch
+(`process_scratch()`: prepared base repositories, verifier evidence in transit) is labelled the same way.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
 import tempfile
+import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +57,29 @@ def write_label(base: str, label: SandboxLabel) -> None:
     with open(tmp, "w") as f:
         f.write(label.model_dump_json())
     os.replace(tmp, os.path.join(base, LABEL_FILE))
+
+
+_scratch: Path | None = None
+_scratch_lock = threading.Lock()
+
+
+def process_scratch() -> Path:
+    """This process's own labelled folder under the system temp dir, for host-side scratch (prepared base
+    repositories, verifier evidence on its way to the rollout folder). Removed at exit; a process killed
+    before that leaves it labelled with its pid, so the next run's sweep removes it like a sandbox."""
+    global _scratch
+    with _scratch_lock:
+        if _scratch is None:
+            base = tempfile.mkdtemp(prefix=PREFIX + "scratch-", dir=default_root())
+            write_label(base, own_label(f"scratch-{os.getpid()}-{uuid.uuid4().hex[:8]}", {}))
+            _scratch = Path(base)
+            atexit.register(_remove_own_scratch, base, os.getpid())
+        return _scratch
+
+
+def _remove_own_scratch(base: str, owner: int) -> None:
+    if os.getpid() == owner:  # not a forked child exiting normally: the folder is its parent's
+        remove_tree(base)
 
 
 def read_label(base: Path) -> SandboxLabel | None:

@@ -39,9 +39,8 @@ def before_run(configs: list[Any], sweep: bool = True) -> None:
         for opts in {KubernetesOptions.model_validate(e.backend_kwargs).model_dump_json(
                 include={"kubeconfig", "context", "namespace"}) for e in kube}:
             k8s_cleanup.cleanup(stale_only=True, options=KubernetesOptions.model_validate_json(opts))
-    local = [e for e in envs if e.environment_class == "local"]
-    if local:
-        local_cleanup.cleanup(local_cleanup.roots_of(configs), stale_only=True)
+    if sweep:  # the temp dir always: every backend's runs keep their host-side scratch there
+        local_cleanup.cleanup([*local_cleanup.roots_of(configs), local_cleanup.default_root()], stale_only=True)
     if any(e.environment_class == "local" and e.sandbox == "none" for e in _envs(configs)):
         import getpass
 

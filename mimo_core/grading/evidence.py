@@ -30,7 +30,9 @@ def _size(env: Environment, folder: str) -> int:
 def keep_evidence(env: Environment, verifier_dir: str, output: str, grade: Grade, test_config: Any) -> None:
     """Copy `verifier_dir` to a host folder named in `grade.evidence_dir`; add `tests` (the summary) to
     the grade's details. Copy failures are noted in the details, never fatal: the reward stands."""
-    dest = Path(tempfile.mkdtemp(prefix="mimo-verifier-"))
+    from mimo_core.environments.local_cleanup import process_scratch
+
+    dest = Path(tempfile.mkdtemp(prefix="verifier-", dir=process_scratch()))
     try:
         if _size(env, verifier_dir) <= MAX_EVIDENCE_BYTES:
             env.copy_out(verifier_dir, dest)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -130,3 +131,26 @@ def test_removing_a_symlink_never_changes_its_targets_mode(tmp_path: Path) -> No
     force_remove(os.unlink, str(base / "ro" / "link"), None)
     assert not (base / "ro" / "link").is_symlink()
     assert host_file.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_killed_runners_scratch_folder_is_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
+    """Base repositories and verifier evidence live in a labelled per-process folder: a runner killed
+    before its exit handler leaves it, and the next sweep of the temp dir removes it."""
+    code = ("import os, sys; from mimo_core.environments.local_cleanup import process_scratch; "
+            "d = process_scratch(); (d / 'base-repos').mkdir(); print(d, flush=True); "
+            "sys.stdin.read() if sys.argv[1] == 'wait' else os.kill(os.getpid(), 9)")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    killed = subprocess.run([sys.executable, "-c", code, "kill"], env=env, capture_output=True, text=True)
+    assert killed.returncode == -9
+    dead = Path(killed.stdout.strip())
+    live_proc = subprocess.Popen([sys.executable, "-c", code, "wait"], env=env, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+    try:
+        assert live_proc.stdout is not None
+        live = Path(live_proc.stdout.readline().strip())
+        assert dead.parent == live.parent == tmp_path and (dead / "base-repos").is_dir()
+        assert cleanup([str(tmp_path)], stale_only=True) == 1
+        assert not dead.exists() and (live / "base-repos").is_dir()
+    finally:
+        live_proc.communicate("")
+    assert live_proc.returncode == 0 and not live.exists()  # removed by its own exit handler
