@@ -34,9 +34,11 @@ SOLVE = turns(call("bash", command="sleep 300 & setsid sleep 300 & echo started"
               call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
 
 
-def _cli(args: list[str], server: ScriptedLLM, wait: bool = True) -> Any:
+def _cli(args: list[str], server: ScriptedLLM, wait: bool = True, tmpdir: Path | None = None) -> Any:
     env = {**os.environ, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": KEY,
            "MIMOAGENT_OBSERVERS": "0"}
+    if tmpdir is not None:  # the runner's host-side scratch goes here, where leftovers can be counted
+        env["TMPDIR"] = str(tmpdir)
     cmd = [sys.executable, "-m", "mimo_core.cli", *args]
     if wait:
         return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
@@ -126,15 +128,19 @@ def _kills(root: Path, server: ScriptedLLM, kills: int, tasks: int, workers: int
     doc["environment"]["backend_kwargs"] = {"root": str(sandboxes)}
     cfg.write_text(yaml.safe_dump(doc))
     args = ["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--workers", str(workers)]
+    scratch = root / "tmp"
+    scratch.mkdir()
     server.set_responder(SOLVE)
     server.latency = 0.05
+    killed_scratch = 0
     for _ in range(kills):
-        proc = _cli(args, server, wait=False)
+        proc = _cli(args, server, wait=False, tmpdir=scratch)
         time.sleep(rng.uniform(0.5, 3.0))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        killed_scratch += len(list(scratch.glob("mimo-scratch-*")))
     server.latency = 0.0
-    final = _cli(args, server)
+    final = _cli(args, server, tmpdir=scratch)
     time.sleep(0.5)
     results = out / "results.jsonl"
     keys, torn = [], 0
@@ -145,6 +151,7 @@ def _kills(root: Path, server: ScriptedLLM, kills: int, tasks: int, workers: int
             torn += 1
             continue
         keys.append((rec["instance_id"], rec["config_name"], rec["rollout_index"]))
+    read_back, unreadable = _agent_msgs(out)
     leftover_procs = _sandbox_processes(sandboxes)
     for pid in leftover_procs:  # ours to clean up: they live in this bench's sandboxes
         try:
@@ -161,7 +168,26 @@ def _kills(root: Path, server: ScriptedLLM, kills: int, tasks: int, workers: int
         "leftover sandbox folders": len(list(sandboxes.iterdir())),
         "leftover names": ", ".join(p.name for p in sandboxes.iterdir()) or "-",
         "leftover processes": len(leftover_procs),
+        "rollout folders whose agent_msgs read back": read_back,
+        "rollout folders whose agent_msgs do not": ", ".join(unreadable) or "0",
+        "scratch folders of killed runners seen": killed_scratch,
+        "scratch folders left after the final run": len(list(scratch.glob("mimo-scratch-*"))),
     }
+
+
+def _agent_msgs(out: Path) -> tuple[int, list[str]]:
+    """Every rollout folder's calls, kept attempts included, read back (a killed writer's torn last line
+    is skipped by design); the folders whose calls do not read back, with why."""
+    from mimo_core.agent_msgs import AgentMsgsError, iter_steps
+
+    ok, bad = 0, []
+    for msgs in sorted(out.rglob("agent_msgs")):
+        try:
+            list(iter_steps(msgs))
+            ok += 1
+        except AgentMsgsError as e:
+            bad.append(f"{msgs.relative_to(out)}: {e}")
+    return ok, bad
 
 
 def main() -> None:
