@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from mimo_assets.helpers.home import POSTGRES_URL_ENV, dagster_home
+from mimo_assets.helpers.home import POSTGRES_URL_ENV, dagster_home, get_instance, schema_ready
 
 WORKSPACE = Path(__file__).resolve().parent.parent / "workspace.yaml"
 MODULES = {"webserver": "dagster_webserver", "daemon": "dagster._daemon"}
@@ -31,6 +31,20 @@ def command(args: list[str]) -> list[str]:
     return [sys.executable, "-m", module, *rest]
 
 
+def _prepare_schema(rest: list[str]) -> None:
+    """A new home's tables, created under the home's lock before Dagster opens it: the webserver, the
+    daemon and a CLI run's recorder starting at the same moment would otherwise race to create them
+    ("table already exists"). Once per home; not for `--help`."""
+    tool = rest[0] if rest else "dev"
+    if tool not in ("dev", "webserver", "daemon") or "--help" in rest or schema_ready():
+        return
+    try:
+        get_instance().dispose()
+    except Exception as e:  # Dagster says what is wrong with the storage, in its own words, next
+        print(f"mimoagent-dagster: could not prepare the instance ({type(e).__name__}); starting Dagster anyway",
+              file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> None:
     # Only our own leading flag is parsed here: everything else (including --help) is Dagster's.
     parser = argparse.ArgumentParser(prog="mimoagent-dagster", add_help=False)
@@ -47,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:
         print(f"mimoagent-dagster: {e}", file=sys.stderr)
         sys.exit(2)
+    _prepare_schema(rest)
     argv_out = command(rest)
     print(f"DAGSTER_HOME={os.environ['DAGSTER_HOME']}", file=sys.stderr)
     os.execv(argv_out[0], argv_out)

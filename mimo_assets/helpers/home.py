@@ -22,6 +22,7 @@ POSTGRES_URL_ENV = "MIMOAGENT_DAGSTER_POSTGRES_URL"
 DEFAULT_HOME = "~/.mimoagent/dagster_home"
 DEFAULT_POSTGRES_HOME = "~/.mimoagent/dagster_home_postgres"
 YAML_DIR = Path(__file__).resolve().parents[1] / "instance_yaml"
+SCHEMA_MARK = ".mimoagent-schema-ready"  # written once get_instance() has created the home's tables
 
 
 def storage_kind() -> str:
@@ -67,4 +68,10 @@ def get_instance() -> DagsterInstance:
         instance.get_runs(limit=1)  # each storage creates its tables on first use
         instance.get_dynamic_partitions("rollout")
         instance.all_instigator_state()
+        (home / SCHEMA_MARK).touch()
     return instance
+
+
+def schema_ready() -> bool:
+    """Whether a mimoagent process has created this home's tables (under the lock) before."""
+    return (dagster_home() / SCHEMA_MARK).exists()

@@ -44,3 +44,31 @@ def test_postgres_url_on_a_sqlite_home_is_a_one_line_error(tmp_path: Path) -> No
            "MIMOAGENT_DAGSTER_POSTGRES_URL": "postgresql://u@127.0.0.1:1/db"}
     proc = subprocess.run([str(EXE), "webserver", "--help"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "created for SQLite" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_a_new_home_gets_its_tables_under_the_lock_before_dagster_starts(tmp_path: Path) -> None:
+    """The webserver on a brand-new home must not race a CLI run's recorder creating its tables: the
+    command creates them itself, under the home's lock, before it execs Dagster."""
+    import socket
+    import time
+
+    home = tmp_path / "dagster_home"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(home)}
+    proc = subprocess.Popen([str(EXE), "webserver", "-h", "127.0.0.1", "-p", str(port)], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not (home / ".mimoagent-schema-ready").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (home / ".mimoagent-schema-ready").exists(), proc.stderr.read() if proc.poll() is not None else ""
+        assert (home / "history" / "runs.db").exists() or any(home.rglob("*.db"))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
