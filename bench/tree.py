@@ -97,13 +97,8 @@ def tree_cpu(root: int) -> float:
     parent: dict[int, int] = {}
     ticks: dict[int, int] = {}
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or not (rest := stat_fields(int(entry.name))):
             continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(")") + 2:].split()
         pid = int(entry.name)
         parent[pid] = int(rest[1])
         ticks[pid] = sum(int(x) for x in rest[11:15])  # utime stime cutime cstime

@@ -198,6 +198,12 @@ class _Raw:
     data: dict[str, Any]
 
 
+def _step_record(where: str, data: Any) -> _Raw:
+    if not isinstance(data, dict) or not isinstance(data.get("step"), int):
+        raise AgentMsgsError(f"{where}: not a step record (no integer `step`)")
+    return _Raw(where, data)
+
+
 def _read_lines(path: Path) -> list[_Raw]:
     try:
         text = path.read_text()
@@ -211,9 +217,7 @@ def _read_lines(path: Path) -> list[_Raw]:
             data = json.loads(line)
         except ValueError as e:
             raise AgentMsgsError(f"{path}:{n}: not a JSON record ({e})") from e
-        if not isinstance(data, dict) or not isinstance(data.get("step"), int):
-            raise AgentMsgsError(f"{path}:{n}: not a step record (no integer `step`)")
-        out.append(_Raw(f"{path}:{n}", data))
+        out.append(_step_record(f"{path}:{n}", data))
     return out
 
 
@@ -225,9 +229,7 @@ def _read_legacy(msgs_dir: Path) -> list[_Raw]:
             data = json.loads(path.read_text())
         except (OSError, ValueError) as e:
             raise AgentMsgsError(f"{path}: cannot read ({type(e).__name__}: {e})") from e
-        if not isinstance(data, dict) or not isinstance(data.get("step"), int):
-            raise AgentMsgsError(f"{path}: not a step record (no integer `step`)")
-        out.append(_Raw(str(path), data))
+        out.append(_step_record(str(path), data))
     return out
 
 
