@@ -8,7 +8,7 @@ beside the previous design (a fresh `bash -c` per call that saves and reloads th
 
     uv run python -m bench.bench_bash_tool [--calls 500] [--docker]
 
-`--docker` adds the docker backend (engine and base image from mimo_core/testing/dockerd.py): wall time
+`--docker` adds the docker backend (engine and base image from testkit/dockerd.py): wall time
 and this process's CPU per call, the persistent shell's exec stream beside one `docker exec` per call.
 """
 
@@ -23,8 +23,8 @@ import time
 
 from mimo_core.config import EnvironmentConfig
 from mimo_core.environments.base import SandboxSpec
-from mimo_core.environments.local import LocalEnvironment
-from mimo_core.environments.local_procs import SANDBOX_VAR, marked_pids
+from mimo_core.environments.local.environment import LocalEnvironment
+from mimo_core.environments.local.procs import SANDBOX_VAR, marked_pids
 from mimo_core.tools.bash import BashConfig, BashTool
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -80,14 +80,14 @@ def _rows(sandbox: str, root: str, calls: int) -> list[tuple[str, float, float]]
 
 
 def _docker_rows(calls: int) -> list[tuple[str, float, float]]:
-    from mimo_core.testing.dockerd import use_dockerd
+    from testkit.dockerd import use_dockerd
 
     with use_dockerd() as info:  # stopped after, unless another user still holds it
         return _docker_rows_on(info.docker_host, info.base_image, calls)
 
 
 def _docker_rows_on(docker_host: str, base_image: str, calls: int) -> list[tuple[str, float, float]]:
-    from mimo_core.environments.docker import DockerEnvironment
+    from mimo_core.environments.docker.environment import DockerEnvironment
 
     os.environ["DOCKER_HOST"] = docker_host
     env = DockerEnvironment(SandboxSpec(image=base_image, cwd="/testbed", timeout=30),

@@ -22,8 +22,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from mimo_core.agents.cli import CLI_AGENTS, payload, spec_for
-from mimo_core.agents.cli.install import ensure_installed
+from mimo_core.agents.blackbox import CLI_AGENTS, payload, spec_for
+from mimo_core.agents.blackbox.install import ensure_installed
 
 
 @contextmanager
@@ -83,8 +83,8 @@ def proxy_overhead(calls: int) -> tuple[float, float, float, float]:
     from urllib.parse import urlsplit
 
     from mimo_core.agent_msgs import StepWriter
-    from mimo_core.agents.cli.proxy import RecordingProxy
-    from mimo_core.testing.scripted_llm import Reply, ScriptedLLM, turns
+    from mimo_core.agents.blackbox.proxy import RecordingProxy
+    from testkit.scripted_llm import Reply, ScriptedLLM, turns
 
     body = {"model": "m", "max_tokens": 100, "stream": True,
             "messages": [{"role": "user", "content": "x" * 2000}]}

@@ -4,7 +4,7 @@
     uv run python -m bench.bench_cli_docker --cli opencode --repeat 3
 
 For each CLI (installed into MIMOAGENT_CACHE_DIR first when missing), in containers of the test base image
-started by the test dockerd (mimo_core/testing/dockerd.py): *mounted* = `placement.place` with the host
+started by the test dockerd (testkit/dockerd.py): *mounted* = `placement.place` with the host
 cache mounted read-only (what a rollout does by default), *streamed* = `place` without the mount (a remote
 engine: the install's tar streamed in with put_archive), *copy_in* = the backend's generic `copy_in` (the
 tar built in memory each time; what placement did before). Each figure includes the `--version` check
@@ -20,11 +20,11 @@ import resource
 import statistics
 import time
 
-from mimo_core.agents.cli import install, placement, spec_for
+from mimo_core.agents.blackbox import install, placement, spec_for
 from mimo_core.config import EnvironmentConfig
 from mimo_core.environments.base import SandboxSpec
-from mimo_core.environments.docker import DockerEnvironment
-from mimo_core.testing.dockerd import BASE_IMAGE, ensure_dockerd
+from mimo_core.environments.docker.environment import DockerEnvironment
+from testkit.dockerd import BASE_IMAGE, ensure_dockerd
 
 MODES = ("mounted", "streamed", "copy_in")
 

@@ -5,7 +5,7 @@
 1. Container start + first command: `DockerEnvironment.start()` then `execute("true")`, and `stop()`.
 2. Rollouts per minute through the real CLI on the demo dataset (configs/demo_docker.yaml), with the
    default agent against the scripted LLM server (3 bash steps, then submit), for each worker count.
-The engine and base image come from mimo_core/testing/dockerd.py (started here if needed).
+The engine and base image come from testkit/dockerd.py (started here if needed).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def _pct(values: list[float], p: float) -> float:
 def bench_start(n: int) -> None:
     from mimo_core.config import EnvironmentConfig
     from mimo_core.environments.base import SandboxSpec
-    from mimo_core.environments.docker import DockerEnvironment
-    from mimo_core.testing.dockerd import BASE_IMAGE
+    from mimo_core.environments.docker.environment import DockerEnvironment
+    from testkit.dockerd import BASE_IMAGE
 
     rows: dict[str, list[float]] = {"start": [], "first command": [], "start+first": [], "next command": [],
                                     "write+read file": [], "stop": []}
@@ -64,7 +64,7 @@ def bench_start(n: int) -> None:
 
 
 def bench_rollouts(workers: list[int], per_row: int) -> None:
-    from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
+    from testkit.scripted_llm import ScriptedLLM, call, turns
 
     n_rows = len(DEMO.read_text().splitlines())
     script = turns(call("bash", command="ls"), call("bash", command="git status --short"),
@@ -97,7 +97,7 @@ def main() -> None:
     p.add_argument("--rollouts-per-row", type=int, default=2)
     p.add_argument("--workers", type=int, nargs="+", default=[1, 4, 8])
     args = p.parse_args()
-    from mimo_core.testing.dockerd import use_dockerd
+    from testkit.dockerd import use_dockerd
 
     with use_dockerd() as info:  # stopped after, unless another user still holds it
         os.environ["DOCKER_HOST"] = info.docker_host

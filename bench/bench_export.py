@@ -1,6 +1,6 @@
 """Export throughput: rollouts per second of `sft`, `rl` and `atif` on a generated output folder.
 
-The folder comes from the one generator the viewer's bench uses too (mimo_core/testing/output_folders.py),
+The folder comes from the one generator the viewer's bench uses too (testkit/output_folders.py),
 with agent_msgs/ holding vLLM token ids so `rl` exports every rollout. Each format is exported in this
 process, one after the other, on a warm page cache (the folder was just written); the figures are
 rollouts read and written per second of wall time and per second of this process's CPU time (the
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from mimo_core.exports.write import FORMATS, run_export
-from mimo_core.testing.output_folders import write_output_folder
+from testkit.output_folders import write_output_folder
 
 
 def main() -> None:

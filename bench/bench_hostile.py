@@ -1,10 +1,12 @@
-"""Hostile-user figures: bad inputs tried and handled; rollouts lost, duplicated, torn, and sandbox folders
-and processes left over after N random SIGKILLs of the runner (each followed by a rerun).
+"""Hostile-user figures: bad inputs tried, and of them how many were refused cleanly, ended in a traceback,
+were wrongly accepted or hung; rollouts lost, duplicated, torn, and sandbox folders and processes left
+over after N random kills of the runner (SIGKILL, SIGTERM, two SIGTERMs, SIGHUP; each followed by a rerun).
 
-A bad input is handled when the CLI exits 2 with one line on stderr, no traceback, and writes no result.
-The kill loop runs the real CLI on the scripted server; each rollout starts `sleep 300 &` and
-`setsid sleep 300 &` in its sandbox before solving the task, so a leftover process is counted if one
-survives its rollout or its killed runner. Run from the repository root:
+The inputs are the first round's and testkit/bad_inputs.py's (the corpus test_bad_inputs_strict asserts),
+each run bounded to 3 GiB of address space and 30 s. Clean means: exit 2, one line on stderr, no
+traceback, no result written. The kill loop runs the real CLI on the scripted server; each rollout
+starts `sleep 300 &` and `setsid sleep 300 &` in its sandbox before solving the task, so a leftover
+process is counted if one survives its rollout or its killed runner. Run from the repository root:
 
     uv run python -m bench.bench_hostile [--kills 5] [--tasks 30] [--workers 4]
 """
@@ -25,11 +27,15 @@ from typing import Any
 
 import yaml
 
-from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.bad_inputs import CASES, bounded
+from testkit.scripted_llm import ScriptedLLM, call, turns
+from testkit.tasks import write_config, write_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-bench-hostile"
+# How a runner is stopped: killed outright, or by the signals a scheduler or a closed terminal sends.
+KILLS = {"SIGKILL": [signal.SIGKILL], "SIGTERM": [signal.SIGTERM], "SIGTERM x2": [signal.SIGTERM, signal.SIGTERM],
+         "SIGHUP": [signal.SIGHUP]}
 SOLVE = turns(call("bash", command="sleep 300 & setsid sleep 300 & echo started"),
               call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
 
@@ -45,8 +51,34 @@ def _cli(args: list[str], server: ScriptedLLM, wait: bool = True, tmpdir: Path |
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _bad_inputs(root: Path, server: ScriptedLLM) -> list[tuple[str, bool, str]]:
-    data, cfg = write_tasks(root, n=2), write_config(root, "cfg")
+def _classify(proc: Any, written: bool) -> str:
+    """clean: exit 2, one line, no traceback, nothing written; else traceback / wrongly accepted."""
+    if "Traceback" in proc.stderr:
+        return "traceback"
+    lines = proc.stderr.strip().splitlines()
+    if proc.returncode == 2 and len(lines) == 1 and not written:
+        return "clean"
+    return "wrongly accepted"
+
+
+def _try(args: list[str], server: ScriptedLLM, cwd: Path, out: Path) -> tuple[str, str]:
+    """One bad input, bounded to 3 GiB and 30 s: its class and its last stderr line."""
+    env = {**os.environ, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": KEY,
+           "MIMOAGENT_OBSERVERS": "0"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=30, preexec_fn=bounded)
+    except subprocess.TimeoutExpired:
+        return "hang", "no answer within 30 s"
+    if proc.returncode < 0 or "MemoryError" in proc.stderr:
+        return "hang", f"killed by signal {-proc.returncode}" if proc.returncode < 0 else "out of memory"
+    lines = proc.stderr.strip().splitlines()
+    written = (out / "results.jsonl").exists() or (cwd / "results.jsonl").exists()
+    return _classify(proc, written), (lines[-1][:110] if lines else f"exit {proc.returncode}")
+
+
+def _legacy_cases(root: Path, data: Path, cfg: Path, out: str) -> dict[str, list[str]]:
+    """The first round's inputs (issue 10), still tried: each must stay refused."""
     blocker = root / "plain.txt"
     blocker.write_text("x\n")
     utf8 = root / "utf8.jsonl"
@@ -69,8 +101,7 @@ def _bad_inputs(root: Path, server: ScriptedLLM) -> list[tuple[str, bool, str]]:
     negative = variant("negative", lambda d: d["environment"].update(timeout=-5))
     tool = variant("tool", lambda d: d["agent"].update(tools=[{"tool": "no_such_tool"}]))
     template = variant("template", lambda d: d["agent"].update(instance_template="{{ task "))
-    out = str(root / "out")
-    cases: dict[str, list[str]] = {
+    return {
         "--slice ::0": ["-c", str(cfg), "--dataset", str(data), "-o", out, "--slice", "::0"],
         "JSONL with invalid UTF-8": ["-c", str(cfg), "--dataset", str(utf8), "-o", out],
         "-o is a file": ["-c", str(cfg), "--dataset", str(data), "-o", str(blocker)],
@@ -86,22 +117,38 @@ def _bad_inputs(root: Path, server: ScriptedLLM) -> list[tuple[str, bool, str]]:
         "--workers 0": ["-c", str(cfg), "--dataset", str(data), "-o", out, "--workers", "0"],
         "--override-config not JSON": ["-c", str(cfg), "--dataset", str(data), "-o", out, "--override-config", "{"],
     }
+
+
+def _bad_inputs(root: Path, server: ScriptedLLM) -> list[tuple[str, str, str]]:
+    """(name, class, last stderr line) of every input of the first round and of testkit/bad_inputs.py,
+    each in a folder of its own; then a second run on a busy -o, with and without its lock file."""
     results = []
-    for name, args in cases.items():
-        proc = _cli(args, server)
-        lines = proc.stderr.strip().splitlines()
-        handled = (proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr
-                   and not (root / "out" / "results.jsonl").exists())
-        results.append((name, handled, lines[-1][:110] if lines else f"exit {proc.returncode}"))
-    server.latency = 0.5  # a second run on the same -o while the first is still running
-    first = _cli(["-c", str(cfg), "--dataset", str(data), "-o", str(root / "busy")], server, wait=False)
-    time.sleep(2.0)
-    second = _cli(["-c", str(cfg), "--dataset", str(data), "-o", str(root / "busy")], server)
-    first.wait()
-    server.latency = 0.0
-    lines = second.stderr.strip().splitlines()
-    results.append(("second run on the same -o", second.returncode == 2 and len(lines) == 1,
-                    lines[-1][:110] if lines else ""))
+    legacy_root = root / "legacy"
+    legacy_root.mkdir()
+    data, cfg = write_tasks(legacy_root, n=2), write_config(legacy_root, "cfg")
+    for name, args in _legacy_cases(legacy_root, data, cfg, str(legacy_root / "out")).items():
+        results.append((name, *_try(args, server, legacy_root, legacy_root / "out")))
+    for i, (name, (build, _)) in enumerate(CASES.items()):
+        work = root / f"case-{i}"
+        work.mkdir()
+        data, cfg = write_tasks(work), write_config(work, "cfg")
+        results.append((name, *_try(build(work, data, cfg, str(work / "out")), server, work, work / "out")))
+    data, cfg = write_tasks(root, n=2), write_config(root, "cfg")
+    for name, unlock in (("second run on the same -o", False), ("second run after rm .mimoagent.lock", True)):
+        busy = root / ("busy-unlocked" if unlock else "busy")
+        server.latency = 0.5  # the first run is still going when the second one comes
+        first = _cli(["-c", str(cfg), "--dataset", str(data), "-o", str(busy)], server, wait=False)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (busy / "results.jsonl").exists():
+            time.sleep(0.05)
+        if unlock:
+            (busy / ".mimoagent.lock").unlink(missing_ok=True)
+        second = _cli(["-c", str(cfg), "--dataset", str(data), "-o", str(busy), "--redo-existing"], server)
+        first.wait()
+        server.latency = 0.0
+        lines = second.stderr.strip().splitlines()
+        verdict = "clean" if second.returncode == 2 and len(lines) == 1 else _classify(second, True)
+        results.append((name, verdict, lines[-1][:110] if lines else ""))
     return results
 
 
@@ -133,12 +180,24 @@ def _kills(root: Path, server: ScriptedLLM, kills: int, tasks: int, workers: int
     server.set_responder(SOLVE)
     server.latency = 0.05
     killed_scratch = 0
+    how: dict[str, int] = {}
+    slow_stops = 0
     for _ in range(kills):
         proc = _cli(args, server, wait=False, tmpdir=scratch)
         time.sleep(rng.uniform(0.5, 3.0))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        killed_scratch += len(list(scratch.glob("mimo-scratch-*")))
+        kind = rng.choice(list(KILLS))
+        how[kind] = how.get(kind, 0) + 1
+        for signum in KILLS[kind]:
+            proc.send_signal(signum)
+            time.sleep(0.05)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a stop that hangs is counted, then ended
+            slow_stops += 1
+            proc.kill()
+            proc.wait()
+        if kind == "SIGKILL":
+            killed_scratch += len(list(scratch.glob("mimo-scratch-*")))
     server.latency = 0.0
     final = _cli(args, server, tmpdir=scratch)
     time.sleep(0.5)
@@ -159,6 +218,8 @@ def _kills(root: Path, server: ScriptedLLM, kills: int, tasks: int, workers: int
         except ProcessLookupError:
             pass
     return {
+        "kills by kind": ", ".join(f"{k} x{n}" for k, n in sorted(how.items())),
+        "stops that took over 30 s": slow_stops,
         "final run exit status": final.returncode,
         "rollouts expected": tasks,
         "lost": tasks - len(set(keys)),
@@ -201,14 +262,17 @@ def main() -> None:
         root = Path(tmp)
         (root / "bad").mkdir()
         bad = _bad_inputs(root / "bad", server)
-        print(f"bad inputs: {sum(h for _, h, _ in bad)}/{len(bad)} handled (exit 2, one line, nothing written)")
-        for name, handled, line in bad:
-            print(f"  {'ok  ' if handled else 'FAIL'} {name:28s} {line}")
+        kinds = ("clean", "traceback", "wrongly accepted", "hang")
+        counts = {k: sum(1 for _, c, _ in bad if c == k) for k in kinds}
+        print(f"bad inputs tried: {len(bad)}; " + ", ".join(f"{k}: {counts[k]}" for k in kinds)
+              + "  (clean = one line on stderr, exit 2, nothing written; hang = no answer in 30 s or 3 GiB)")
+        for name, kind, line in bad:
+            print(f"  {kind if kind != 'clean' else 'ok':16s} {name:34s} {line}")
         (root / "kills").mkdir()
         t0 = time.monotonic()
         figures = _kills(root / "kills", server, args.kills, args.tasks, args.workers, args.seed)
-        print(f"\n{args.kills} random SIGKILLs of the runner, each followed by a rerun "
-              f"({args.tasks} rollouts, {args.workers} workers, {time.monotonic() - t0:.0f} s):")
+        print(f"\n{args.kills} random kills of the runner (SIGKILL, SIGTERM, two SIGTERMs, SIGHUP), each followed "
+              f"by a rerun ({args.tasks} rollouts, {args.workers} workers, {time.monotonic() - t0:.0f} s):")
         for name, value in figures.items():
             print(f"  {name:40s} {value}")
 

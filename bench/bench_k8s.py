@@ -3,7 +3,7 @@ asserted. Run by hand:
 
     uv run python -m bench.bench_k8s [--starts 10] [--calls 50] [--rollouts-per-row 1] [--workers 4]
 
-The stand-in (mimo_core/testing/k8s_standin.py) backs each pod with a container of the same test dockerd
+The stand-in (testkit/k8s_standin.py) backs each pod with a container of the same test dockerd
 the docker backend uses, so the difference between the two columns is the framework side of a pod: the
 kubernetes client, the pod create + watch, exec over the WebSocket channel protocol, tar over exec and the
 stand-in's own relay (an aiohttp process on 127.0.0.1). A real cluster adds scheduling, image pulls and
@@ -37,8 +37,9 @@ OPS = ("start+first", "command", "bash tool call", "write+read 1kB", "stop")
 
 def _env(backend: str) -> Any:
     from mimo_core.config import EnvironmentConfig
-    from mimo_core.environments.base import SandboxSpec, environment_class
-    from mimo_core.testing.dockerd import BASE_IMAGE
+    from mimo_core.environments.base import SandboxSpec
+    from mimo_core.environments.registry import environment_class
+    from testkit.dockerd import BASE_IMAGE
 
     spec = SandboxSpec(image=BASE_IMAGE, labels={"mimoagent.run_id": "bench", "mimoagent.instance": "b"})
     return environment_class(backend)(spec, EnvironmentConfig(environment_class=backend))
@@ -79,7 +80,7 @@ def bench_ops(starts: int, calls: int) -> None:
 
 
 def bench_rollouts(workers: int, per_row: int) -> None:
-    from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
+    from testkit.scripted_llm import ScriptedLLM, call, turns
 
     script = turns(call("bash", command="ls"), call("bash", command="git status --short"),
                    call("bash", command="echo done"), call("submit"))
@@ -117,8 +118,8 @@ def main() -> None:
     p.add_argument("--rollouts-per-row", type=int, default=1)
     p.add_argument("--workers", type=int, default=4)
     args = p.parse_args()
-    from mimo_core.testing.dockerd import use_dockerd
-    from mimo_core.testing.k8s_standin import StandIn
+    from testkit.dockerd import use_dockerd
+    from testkit.k8s_standin import StandIn
 
     with use_dockerd() as info:
         os.environ["DOCKER_HOST"] = info.docker_host

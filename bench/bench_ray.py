@@ -1,5 +1,5 @@
 """The Ray runner's costs against the thread runner's, on a real Ray cluster of separate raylets on this
-machine (mimo_core/testing/ray_cluster.py). Prints:
+machine (testkit/ray_cluster.py). Prints:
 
 - per-rollout scheduling overhead (wall time per rollout minus the rollout's own `duration_s`, one
   rollout at a time) of each runner, at 0 and 100 ms model latency;
@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mimo_core.testing.ray_cluster import RayTestCluster
-from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.ray_cluster import RayTestCluster
+from testkit.scripted_llm import ScriptedLLM, call, turns
+from testkit.tasks import write_config, write_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))

@@ -53,7 +53,7 @@ def _measure(data: Path, root: Path, rollouts: int, prepared: bool) -> tuple[flo
     from mimo_core.config import EnvironmentConfig
     from mimo_core.datasets.loader import load_tasks
     from mimo_core.datasets.registry import get_dataset_type
-    from mimo_core.environments.local import LocalEnvironment
+    from mimo_core.environments.local.environment import LocalEnvironment
 
     [task] = load_tasks(str(data))
     dtype = get_dataset_type(task.dataset_type)

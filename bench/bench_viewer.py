@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mimo_core.testing.cdp import Browser
-from mimo_core.testing.output_folders import write_output_folder
+from testkit.cdp import Browser
+from testkit.output_folders import write_output_folder
 
 TIMING_JS = """JSON.stringify({
   response: performance.getEntriesByType('navigation')[0].responseEnd,

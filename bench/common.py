@@ -37,7 +37,7 @@ def _responder(flavor: str, steps: int, arrivals: Path | None, watch: Path | Non
     `monotonic call_number [tree_cpu]`: the call's number within its rollout and, when `watch` names a
     file holding the runner's pid, the CPU its whole process tree has used so far."""
     from bench.tree import tree_cpu
-    from mimo_core.testing.scripted_llm import call, turns
+    from testkit.scripted_llm import call, turns
 
     submit = call("submit") if flavor == "mimo" else call("bash", command=PEER_SUBMIT)
     script = turns(*[call("bash", command=STEP_COMMAND)] * steps, submit)
@@ -57,7 +57,7 @@ def _responder(flavor: str, steps: int, arrivals: Path | None, watch: Path | Non
 
 
 def _serve(argv: list[str]) -> None:
-    from mimo_core.testing.scripted_llm import ScriptedLLM
+    from testkit.scripted_llm import ScriptedLLM
 
     p = argparse.ArgumentParser(prog="bench.common serve")
     p.add_argument("--flavor", choices=["mimo", "peer"], required=True)

@@ -32,14 +32,17 @@ from mimo_assets.cli_recording.address import IDLE_ENV
 
 @dataclass(frozen=True)
 class Case:
-    """A framework and its settings. `recording`: the CLI's observers (the Dagster recording) on."""
+    """A framework and its settings. `recording`: the CLI's observers (the Dagster recording) on: by
+    default the run only leaves its registry entry for Dagster to record later; `live`: the opt-in live
+    recording through the recorder (MIMOAGENT_DAGSTER_LIVE=1)."""
 
     label: str
     framework: str  # "mimo" | "peer"
     recording: bool = False
     sandbox: str = "none"
-    # with recording: "warm" = the recorder an earlier run started serves this one (a user's next run; its
-    # CPU during the run is counted from /proc), "cold" = each run starts its own and it exits when done
+    live: bool = False
+    # live: "warm" = the recorder an earlier run started serves this one (a user's next run; its CPU during
+    # the run is counted from /proc), "cold" = each run starts its own and it exits when done
     recorder: str = "warm"
 
 
@@ -108,6 +111,8 @@ def _mimo_argv(case: Case, server: ServerProcess, work: Path, instances: int, st
     env = mimo_env()
     if case.recording:
         env.pop("MIMOAGENT_OBSERVERS", None)
+    if case.live:
+        env["MIMOAGENT_DAGSTER_LIVE"] = "1"
         env[IDLE_ENV] = "60" if case.recorder == "warm" else "0"
     # A Dagster home of the bench's own (the recording writes there), kept between runs like a user's.
     env["DAGSTER_HOME"] = str(work.parent / "dagster_home")
@@ -134,7 +139,7 @@ def run_case(case: Case, root: Path, instances: int, steps: int, workers: int = 
     pidfile = work / "runner.pid" if sample_cpu else None
     if pidfile is not None:
         pidfile.write_text("")
-    recorders = _our_recorders() if case.recording else []
+    recorders = _our_recorders() if case.live else []
     before = sum(cpu_ticks(p) for p in recorders)
     with ServerProcess(case.framework, steps=steps, latency=latency, log_dir=work, watch=pidfile) as server:
         if case.framework == "mimo":

@@ -23,10 +23,9 @@ from dagster import (
 from dagster_k8s import k8s_job_executor
 from pydantic import Field
 
-from mimo_assets.helpers.batching import emit_all
-from mimo_assets.helpers.evaluate import execute
-from mimo_assets.helpers.events import run_tags
-from mimo_assets.jobs import EvaluateConfig
+from mimo_assets.evaluate import EvaluateConfig, execute
+from mimo_assets.eventlog.batching import emit_all
+from mimo_assets.eventlog.events import run_tags
 from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
 FANOUT_JOB = "evaluate_fanout"
@@ -60,7 +59,7 @@ def evaluate_chunk(
     cfg = config.model_copy(update={"slice": chunk, "output_dir": str(base / context.get_mapping_key())})
     tags = run_tags({k: v for k, v in context.run.tags.items() if k.startswith("mimoagent/")})
     yield from emit_all(context, execute(context.instance, cfg, context.run.run_id, output_store, model_endpoint,
-                                         sandbox_backend, context.log, tags, batch_runner))
+                                         sandbox_backend, context.log, tags, batch_runner, design_dir=base))
 
 
 @job(name=FANOUT_JOB, executor_def=k8s_job_executor,

@@ -4,8 +4,8 @@ Written by hand: `build_schedule_from_partitioned_job` refuses dynamic multi-par
 environment variables so a deployment changes it without a code change; unset means skip.
 """
 
-
 import os
+from collections.abc import Mapping
 
 from dagster import (
     DefaultScheduleStatus,
@@ -17,24 +17,22 @@ from dagster import (
 )
 
 from mimo_assets.jobs import evaluate_job
+from mimo_core.settings import CodeLocationSettings, NightlySettings
 
-NIGHTLY_CRON = os.environ.get("MIMOAGENT_NIGHTLY_CRON", "0 2 * * *")
+NIGHTLY_CRON = CodeLocationSettings.read().nightly_cron  # the schedule's definition needs it when it loads
 
 
-def nightly_request(night: str, env: dict[str, str]) -> RunRequest | SkipReason:
-    dataset = env.get("MIMOAGENT_NIGHTLY_DATASET", "")
-    configs = [p for p in env.get("MIMOAGENT_NIGHTLY_CONFIGS", "").split(os.pathsep) if p]
-    if not dataset or not configs:
-        return SkipReason("set MIMOAGENT_NIGHTLY_DATASET and MIMOAGENT_NIGHTLY_CONFIGS (paths joined by "
-                          f"{os.pathsep!r}) to enable the nightly evaluation")
+def nightly_request(night: str, env: Mapping[str, str]) -> RunRequest | SkipReason:
+    nightly = NightlySettings.read(env)
+    if not nightly.dataset or not nightly.configs:
+        return SkipReason(f"set {NightlySettings.variable('dataset')} and {NightlySettings.variable('configs')} "
+                          f"(paths joined by {os.pathsep!r}) to enable the nightly evaluation")
     op_config = {
-        "dataset": dataset, "configs": configs, "split": env.get("MIMOAGENT_NIGHTLY_SPLIT") or None,
-        "num_rollouts": int(env.get("MIMOAGENT_NIGHTLY_ROLLOUTS", "1")),
-        "workers": int(env.get("MIMOAGENT_NIGHTLY_WORKERS", "8")),
-        "paired": env.get("MIMOAGENT_NIGHTLY_PAIRED", "0").lower() in ("1", "true", "yes"),
+        "dataset": nightly.dataset, "configs": nightly.configs, "split": nightly.split,
+        "num_rollouts": nightly.rollouts, "workers": nightly.workers, "paired": nightly.paired,
     }
-    root = env.get("MIMOAGENT_OUTPUT_ROOT")
-    if root:
+    if env.get(CodeLocationSettings.variable("output_root")):  # set: the nightly folder goes under it
+        root = CodeLocationSettings.read(env).output_root
         op_config["output_dir"] = os.path.join(root, "runs", f"nightly-{night}")
     return RunRequest(
         run_key=f"nightly-{night}",

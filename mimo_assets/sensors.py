@@ -1,9 +1,9 @@
-"""Sensors: register config files dropped into the config folder; refresh analytics after evaluations."""
+"""Sensors: record finished CLI runs; register config files dropped into the config folder; refresh
+analytics after evaluations."""
 
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from dagster import (
@@ -18,12 +18,35 @@ from dagster import (
 )
 
 from mimo_assets.asset_keys import GRADED_RESULTS
-from mimo_assets.helpers.inputs import yaml_files
+from mimo_assets.cli_recording import registry
+from mimo_assets.cli_recording.ingest import launched
+from mimo_assets.cli_recording.job import OP, cli_run_job, cli_run_tags
+from mimo_assets.inputs import yaml_files
 from mimo_assets.jobs import analytics_job, register_configs_job
+from mimo_core.settings import CodeLocationSettings
 
 
 def config_dir() -> Path:
-    return Path(os.environ.get("MIMOAGENT_CONFIG_DIR") or Path(__file__).resolve().parent.parent / "configs")
+    return Path(CodeLocationSettings.read().config_dir or Path(__file__).resolve().parent.parent / "configs")
+
+
+CLI_RUNS_INTERVAL_S = 5
+
+
+@sensor(job=cli_run_job, minimum_interval_seconds=CLI_RUNS_INTERVAL_S, default_status=DefaultSensorStatus.RUNNING)
+def cli_runs_to_record(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+    """A CLI run that ended (or was killed) becomes a `cli_run` run within seconds: one per registry entry
+    (cli_recording/registry.py), oldest first, its run key the CLI run's id (never asked for twice)."""
+    from mimo_assets.instance.home import dagster_home
+
+    requests = []
+    for path, entry in registry.ready(dagster_home()):
+        run_id = entry.header.request.run_id
+        if registry.is_claimed(path) or launched(context.instance, run_id):
+            continue  # being recorded (the live recorder, a `mimoagent-dagster` start, a launched run)
+        requests.append(RunRequest(run_key=f"cli-{run_id}", tags=cli_run_tags(entry.header, entry.date),
+                                   run_config={"ops": {OP: {"config": {"entry": str(path)}}}}))
+    return SensorResult(run_requests=requests) if requests else SkipReason("no finished CLI run to record")
 
 
 @sensor(job=register_configs_job, minimum_interval_seconds=60)

@@ -5,8 +5,8 @@ rollout's writes quadratic in its length. One line per call, appended to one fil
 first line holds the whole request (also a call whose step comes again or out of order); later ones
 hold what changed since the previous line's request:
 
-    {"step": 7, "prev": 6, "request_delta": {"lists": {"messages": {"keep": 12, "append": [...]}},
-     "set": {...}, "drop": [...], "order": [...]}, "request_sha1": "...", "response": {...}}
+    {"schema_version": "1.0", "step": 7, "prev": 6, "request_delta": {"lists": {"messages": {"keep": 12,
+     "append": [...]}}, "set": {...}, "drop": [...], "order": [...]}, "request_sha1": "...", "response": {...}}
 
 `lists`: top-level lists whose first `keep` items are the previous request's (the history), followed by
 `append`; `set`: other top-level fields that are new or changed; `drop`: fields gone; `order`: the
@@ -14,8 +14,9 @@ field order, only when it is not the previous order with new fields appended. `r
 SHA-1 of the exact bytes sent, so a reader proves its rebuild. One appended line rather than a file per
 call: creating a file costs far more than appending a line, a directory's cost per new file grows with
 its entries, and 100,000 rollouts of 200 calls would otherwise be 20 million files. Folders of the
-earlier formats (`step_NNNN.json`, one file per call, whole or delta) are read by the same functions.
-docs/trajectory.md has the details.
+earlier formats (`step_NNNN.json`, one file per call, whole or delta) and lines written before they
+carried `schema_version` are read by the same functions; a line of a version this code does not know is
+an `AgentMsgsError`. docs/trajectory.md has the details and the schema history.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from mimo_core.redaction import redact
 
 # The body encoding of every protocol module (models/_common.py): compact, UTF-8 as is.
 encode_body = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -55,6 +58,10 @@ def same_json(a: Any, b: Any) -> bool:
 
 
 STEPS_FILE = "steps.jsonl"
+STEPS_SCHEMA_VERSION = "1.0"
+# Every version the readers take. Lines without one (written before it was carried) and the one-file-
+# per-call folders have the same keys as 1.0.
+STEPS_READS = ("1.0",)
 
 
 def steps_file(msgs_dir: Path) -> Path:
@@ -132,8 +139,10 @@ class StepWriter:
     def __init__(self, msgs_dir: Path):
         self.dir = msgs_dir
         self.path = steps_file(msgs_dir)
+        self.path.touch()  # a rollout stopped before its first call reads back as no steps, not as no file
         self._prev: dict[str, Any] | None = None
         self._prev_step = 0
+        self._redacted = False  # a line lost a secret: rebuilt requests differ from the bytes sent from then on
         self._lock = threading.Lock()
 
     def record(self, step: int, request: dict[str, Any], response: dict[str, Any],
@@ -147,7 +156,7 @@ class StepWriter:
             self._record(step, request, response, sha1)
 
     def _record(self, step: int, request: dict[str, Any], response: dict[str, Any], sha1: str) -> None:
-        head: dict[str, Any] = {"step": step}
+        head: dict[str, Any] = {"schema_version": STEPS_SCHEMA_VERSION, "step": step}
         if self._prev is None or step <= self._prev_step:  # first call, or a step again / out of order: whole
             head["request"] = request
         else:
@@ -155,7 +164,14 @@ class StepWriter:
             head["request_delta"] = request_delta(self._prev, request)
         head["request_sha1"] = sha1
         head["response"] = response
-        line = (encode_body(head) + "\n").encode()
+        text = encode_body(head)
+        safe = redact(text)
+        if safe != text or self._redacted:  # the rebuild is of the redacted text: no hash to prove it by
+            self._redacted = True
+            head.pop("request_sha1")
+            head["redacted"] = True
+            safe = redact(encode_body(head))
+        line = (safe + "\n").encode()
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
         try:
             if self._prev is None:
@@ -201,6 +217,10 @@ class _Raw:
 def _step_record(where: str, data: Any) -> _Raw:
     if not isinstance(data, dict) or not isinstance(data.get("step"), int):
         raise AgentMsgsError(f"{where}: not a step record (no integer `step`)")
+    version = data.get("schema_version", STEPS_SCHEMA_VERSION)
+    if version not in STEPS_READS:
+        raise AgentMsgsError(f"{where}: agent_msgs schema_version {version!r} was written by a newer mimoagent "
+                             f"(this one reads {', '.join(STEPS_READS)})")
     return _Raw(where, data)
 
 

@@ -25,7 +25,11 @@ class WorkdirDestroyed(MimoError):
 
 
 def check_workdir(env: Environment) -> None:
-    """Raise WorkdirDestroyed if the sandbox is alive but its working directory is missing or empty."""
+    """Raise WorkdirDestroyed if the sandbox is alive but its working directory is missing or empty; a
+    sandbox removed from outside (`vanished`, where the backend can tell) is the infrastructure's."""
+    vanished = getattr(env, "vanished", None)
+    if vanished is not None and vanished():
+        return
     cwd = shlex.quote(env.spec.cwd)
     try:
         probe = env.execute(f'test -d {cwd} && test -n "$(ls -A {cwd} 2>/dev/null)"', timeout=30, cwd="/")

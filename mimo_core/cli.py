@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from mimo_core.cli_args import statuses_arg
 from mimo_core.disk import DiskFull
 from mimo_core.errors import MimoError
 
 EXIT_BAD_INPUT = 2
 EXIT_ALL_INFRA = 3  # every rollout this run ran ended in an infrastructure error (nothing was graded)
 EXIT_DISK_FULL = 4  # the disk filled up mid-run: stopped, finished rollouts kept
+MAX_WORKERS = 4096
+MAX_NUM_ROLLOUTS = 100_000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="each rollout's Ray resource request (default CPU=1)")
     p.add_argument("--num-rollouts", type=int, default=1, metavar="K", help="rollouts per instance")
     p.add_argument("--redo-existing", action="store_true", help="rerun rollouts that already finished")
+    p.add_argument("--rerun-changed", action="store_true",
+                   help="also rerun the finished rollouts whose config, row or repository folder changed since")
     p.add_argument("--rerun-status", type=statuses_arg, default=[], metavar="STATUS,...",
                    help="rerun exactly the finished rollouts with these exit statuses, e.g. model_error,grading_error")
     p.add_argument("--override-config", action="append", default=[], metavar="JSON",
@@ -63,20 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def statuses_arg(text: str) -> list[str]:
-    """argparse type of a comma-separated list of exit statuses (--rerun-status, export --status)."""
-    from mimo_core.status import parse_statuses
-
-    try:
-        return [s.value for s in parse_statuses(text)]
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 def build_cleanup_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mimoagent cleanup", description="Remove sandboxes left behind by crashed runs.")
+    p = _Parser(prog="mimoagent cleanup", description="Remove sandboxes left behind by crashed runs. The sandboxes "
+                "of a run that is still going are left alone unless --force is given.")
     p.add_argument("--run-id", default=None, help="only this run's sandboxes")
-    p.add_argument("--stale-only", action="store_true", help="only sandboxes whose runner process is gone")
+    p.add_argument("--stale-only", action="store_true",
+                   help="only sandboxes whose runner process is gone, and say nothing of the others")
+    p.add_argument("--force", action="store_true",
+                   help="also remove the sandboxes of runs that are still going (their rollouts end as "
+                        "environment_error)")
     p.add_argument("--root", action="append", default=[], metavar="DIR",
                    help="folder holding local sandboxes (environment.backend_kwargs.root); default: the temp dir")
     p.add_argument("--namespace", action="append", default=[], metavar="NS",
@@ -84,56 +84,11 @@ def build_cleanup_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _terminate_like_ctrl_c() -> None:
-    """SIGTERM (a scheduler stopping us) takes the Ctrl-C path: running commands and model calls are cut
-    short, rollouts record `interrupted` and remove their sandboxes. A second SIGTERM or Ctrl-C stops at
-    once (see `_stop_now`)."""
-    import signal
-    import threading
-
-    signals = 0
-
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal signals
-        signals += 1
-        if signals == 1:
-            raise KeyboardInterrupt
-        _stop_now()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-
-
-STOP_NOW_GRACE_S = 2.0  # after a second signal: time the rollouts get to write traj.json and their record
-
-
-def _stop_now() -> NoReturn:
-    """Second signal: kill and remove every sandbox now, give the rollouts a moment to write what they
-    have, and exit without waiting for anything else."""
-    import os
-    import threading
-    import time
-
-    from mimo_core.batch import cancel_all
-    from mimo_core.environments.live import stop_all
-
-    print("\nmimoagent: stopping now (second signal); rerun the command to resume", file=sys.stderr, flush=True)
-    cancel_all()  # in case the second signal came before the first one's handling set it
-    stop_all()
-    deadline = time.monotonic() + STOP_NOW_GRACE_S
-    for t in threading.enumerate():
-        if t.name.startswith("rollout"):
-            t.join(max(deadline - time.monotonic(), 0))
-    stop_all()  # a sandbox a rollout started during the grace period
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(130)
-
-
 def main(argv: list[str] | None = None) -> int:
+    from mimo_core.stop_signals import install
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    _terminate_like_ctrl_c()
+    install()  # SIGTERM and SIGHUP stop like Ctrl-C; a second signal stops at once
     try:
         if argv[:1] == ["cleanup"]:
             return _cleanup(build_cleanup_parser().parse_args(argv[1:]))
@@ -146,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return export(argv[1:], _Parser)
         if argv[:2] == ["payload", "build"]:
-            from mimo_core.agents.cli.payload_cli import main as payload_build
+            from mimo_core.agents.blackbox.payload_cli import main as payload_build
 
             return payload_build(argv[2:], _Parser)
         return _run(build_parser().parse_args(argv))
@@ -169,17 +124,31 @@ def main(argv: list[str] | None = None) -> int:
 def _cleanup(args: argparse.Namespace) -> int:
     from mimo_core.environments.sweep import cleanup_all
 
-    print(cleanup_all(args.run_id, args.stale_only, args.root, args.namespace))
+    if args.force and args.stale_only:
+        from mimo_core.errors import ConfigError
+
+        raise ConfigError("--force and --stale-only contradict each other")
+    summary, live = cleanup_all(args.run_id, args.root, args.namespace, force=args.force)
+    print(summary)
+    if live and not args.stale_only:
+        shown = ", ".join(live[:5]) + (f" and {len(live) - 5} more" if len(live) > 5 else "")
+        print(f"mimoagent cleanup: left {len(live)} sandbox(es) alone because their run is still going: {shown}; "
+              "stop that run first, or pass --force to remove them anyway", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return 0
 
 
 def _check_flags(args: argparse.Namespace) -> None:
     from mimo_core.errors import ConfigError
 
-    if args.workers < 1:
-        raise ConfigError("--workers must be at least 1")
-    if args.num_rollouts < 1:
-        raise ConfigError("--num-rollouts must be at least 1")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS:,}")
+    if not 1 <= args.num_rollouts <= MAX_NUM_ROLLOUTS:
+        raise ConfigError(f"--num-rollouts must be between 1 and {MAX_NUM_ROLLOUTS:,}")
+    if not args.output.strip():
+        raise ConfigError("-o: an empty path; name the output folder")
+    if args.recalc_input is not None and not args.recalc_input.strip():
+        raise ConfigError("--recalc-input: an empty path; give gt or an earlier output folder")
     args.ray = _ray_options(args)
 
 
@@ -200,7 +169,7 @@ def _ray_options(args: argparse.Namespace) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     from mimo_core.cli_inputs import check_not_empty, check_output_dir, check_override_secrets
-    from mimo_core.config import load_configs
+    from mimo_core.config_checks import load_checked_configs
     from mimo_core.datasets.loader import load_tasks
     from mimo_core.output_lock import output_lock
     from mimo_core.plan import select
@@ -209,7 +178,7 @@ def _run(args: argparse.Namespace) -> int:
     request = _request(args)
     for override in request.overrides:
         check_override_secrets(override)
-    configs = load_configs(request.configs, request.overrides)
+    configs = load_checked_configs(request.configs, request.overrides)
     if request.recalc is None:
         _warm_models(configs)
     tasks = load_tasks(request.dataset, request.split)
@@ -234,6 +203,9 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
     print(f"mimoagent: run {request.run_id}: {len(plan.tasks)} instances, {len(jobs)} rollouts to run"
           + (f", {plan.skipped} already finished (use --redo-existing to rerun)" if plan.skipped > 0 else "")
           + f" -> {output}", file=sys.stderr)
+    if plan.changed:
+        print(f"mimoagent: {plan.changed} finished rollout(s) ran with a config, row or repository that has "
+              "changed since; they are kept as they are (--rerun-changed runs them again)", file=sys.stderr)
     from mimo_core.environments.sweep import before_run
 
     before_run(configs, sweep=args.ray is None)  # a Ray run's sandboxes live on its nodes (docs/ray.md)
@@ -245,7 +217,7 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
     finally:
         for r in observers:
             r.finish()
-    _print_summary(output)
+    _print_summary(output, plan.selected)
     if records and all(r.infra_error for r in records):
         print(f"mimoagent: every rollout of this run ({len(records)}) ended in an infrastructure error; "
               f"see {output / 'results.jsonl'}", file=sys.stderr)
@@ -273,20 +245,39 @@ def _warm_models(configs: list[Any]) -> None:
     threading.Thread(target=warm, name="warm-models").start()
 
 
-def _request(args: argparse.Namespace) -> Any:
-    """The command line as a RunRequest: what the run planner and the observers are given."""
-    from mimo_core.config import parse_override
-    from mimo_core.plan import RunRequest, Selection, new_run_id
+# The flag (argparse dest) behind each RunRequest field (mimo_core.plan.request_fields); a field no flag
+# sets says why. tests/dagster/test_run_request_fields.py fails when RunRequest gains a field not listed.
+REQUEST_FLAGS = {
+    "dataset": "dataset", "split": "split", "filter": "filter", "shuffle": "shuffle", "slice": "slice",
+    "seed": "seed", "configs": "config", "paired": "paired", "overrides": "override_config",
+    "num_rollouts": "num_rollouts", "redo_existing": "redo_existing", "rerun_status": "rerun_status",
+    "rerun_changed": "rerun_changed",
+    "recalc": "recalc_input", "output_dir": "output", "run_id": "run_id",
+}
+NOT_FLAGS = {"partitions": "a Dagster backfill selects partitions; a command line selects rows"}
 
-    return RunRequest(
-        dataset=args.dataset, split=args.split,
-        selection=Selection(filter=args.filter, shuffle=args.shuffle, slice=args.slice, seed=args.seed),
-        configs=list(args.config),
-        overrides=[parse_override(o) for o in args.override_config],
-        num_rollouts=args.num_rollouts, redo_existing=args.redo_existing, rerun_status=args.rerun_status,
-        recalc=args.recalc_input,
-        paired=args.paired, output_dir=Path(args.output).resolve(), run_id=args.run_id or new_run_id(),
-    )
+
+def _request(args: argparse.Namespace) -> Any:
+    """The command line as a RunRequest, validated by pydantic: what the run planner and the observers
+    are given. A flag left unset (None) takes the request's default."""
+    from pydantic import ValidationError
+
+    from mimo_core.cli_inputs import resolved_dir
+    from mimo_core.config import parse_override
+    from mimo_core.errors import ConfigError
+    from mimo_core.plan import request_from_fields
+
+    values = {field: getattr(args, dest) for field, dest in REQUEST_FLAGS.items()}
+    values["configs"] = list(values["configs"])
+    values["overrides"] = [parse_override(o) for o in values["overrides"]]
+    values["output_dir"] = resolved_dir(values["output_dir"], "-o")
+    try:
+        return request_from_fields({k: v for k, v in values.items() if v is not None})
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = str(err["loc"][-1]) if err["loc"] else "?"
+        flag = "--" + REQUEST_FLAGS.get(field, field).replace("_", "-")
+        raise ConfigError(f"{flag}: {err['msg']}") from None
 
 
 def _run_with_progress(
@@ -310,15 +301,18 @@ def _run_with_progress(
         tally.add(record)
         for r in observers:
             r.record(record)
+        name = f"{record.instance_id} [{record.config_name}#{record.rollout_index}]"
+        why = _reason(record)
         if recalc:
             verdict = "Error" if record.infra_error else ("Pass" if record.passed else "Fail")
-            print(f"{record.instance_id} [{record.config_name}#{record.rollout_index}]: Recalculated - {verdict}",
-                  flush=True)
+            print(f"{name}: Recalculated - {verdict}{why and f' ({why})'}", flush=True)
         if progress is not None:
             progress.update(bar, advance=1, description=tally.line())
+            if why and not recalc:  # an error is printed above the bar, where it stays
+                progress.console.print(f"{name}: {record.exit_status}: {why}", markup=False, highlight=False)
         elif not recalc:
-            print(f"{record.instance_id} [{record.config_name}#{record.rollout_index}]: {record.exit_status} "
-                  f"reward={record.reward} · {tally.line()}", file=sys.stderr, flush=True)
+            print(f"{name}: {record.exit_status} reward={record.reward}{why and f' ({why})'} · {tally.line()}",
+                  file=sys.stderr, flush=True)
 
     try:
         return run_jobs(jobs, workers, on_result, ray=ray)
@@ -327,14 +321,28 @@ def _run_with_progress(
             progress.stop()
 
 
-def _print_summary(output: Path) -> None:
-    """The table covers every record in the output folder, so a resumed run shows the whole picture."""
+def _reason(record: Any) -> str:
+    """Why a rollout ended in an error, on one line (the first line of its error), or ""."""
+    lines = (record.error or "").strip().splitlines() if record.error_class else []
+    first = " ".join(lines[0].split()) if lines else ""
+    return first[:300] + ("..." if len(first) > 300 else "")
+
+
+def _print_summary(output: Path, selected: frozenset[tuple[str, str, int]]) -> None:
+    """The table covers the rollouts this run selected, finished now or by an earlier run (a resume shows
+    the whole picture of its selection); records of other selections in the folder are counted beside it."""
     from mimo_core.results import ResultsStore
     from mimo_core.summary import render_table, summarize
 
-    records = list(ResultsStore(output).load().values())
+    everything = ResultsStore(output).load()
+    records = [r for k, r in everything.items() if k in selected]
     if records:
         print(render_table(summarize(records)))
+    others = len(everything) - len(records)
+    if others:
+        print(f"(the table covers the {len(records)} rollout(s) this run selected; {output / 'results.jsonl'} "
+              f"holds {others} more from other selections)")
+    if everything:
         print(f"results: {output / 'results.jsonl'}")
 
 

@@ -6,8 +6,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mimo_core.config import _SECRET_KEY, _VAR
+from mimo_core.config import _VAR
 from mimo_core.errors import ConfigError
+from mimo_core.redaction import is_secret_name
+
+
+def resolved_dir(text: str, flag: str) -> Path:
+    """The absolute form of a folder flag; a symbolic link loop (or a name the system refuses) is one
+    line, not a traceback."""
+    try:
+        return Path(text).resolve()
+    except (RuntimeError, OSError, ValueError) as e:  # RuntimeError: a link loop, before Python 3.13
+        why = "a symbolic link loop" if isinstance(e, RuntimeError) else (getattr(e, "strerror", None) or str(e))
+        raise ConfigError(f"{flag} {text}: cannot be used as a folder ({why})") from None
 
 
 def check_output_dir(text: str) -> Path:
@@ -35,7 +46,7 @@ def check_override_secrets(override: Any, where: str = "--override-config") -> N
     if isinstance(override, dict):
         for k, v in override.items():
             path = f"{where}: {k}" if where == "--override-config" else f"{where}.{k}"
-            if _SECRET_KEY.search(str(k)) and isinstance(v, str) and v and not _VAR.fullmatch(v.strip()):
+            if is_secret_name(str(k)) and isinstance(v, str) and v and not _VAR.fullmatch(v.strip()):
                 raise ConfigError(f"{path}: a secret on the command line is visible to every process; put it "
                                   f"in an environment variable and write \"${{VAR}}\" here")
             check_override_secrets(v, path)
@@ -49,4 +60,3 @@ def check_not_empty(n_tasks: int, dataset: str, selected: bool, allow_empty: boo
     if n_tasks == 0 and not allow_empty:
         how = " after --filter/--slice" if selected else ""
         raise ConfigError(f"--dataset {dataset}: 0 rows{how}; nothing to run (--allow-empty accepts this)")
-

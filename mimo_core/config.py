@@ -17,20 +17,23 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mimo_core.agents.cli import CLI_AGENTS
+from mimo_core.agents.blackbox import CLI_AGENTS
+from mimo_core.bounded import MAX_CONFIG_BYTES, TooBig, load_json, load_yaml, read_capped
+from mimo_core.environments.names import BACKEND_NAMES
 from mimo_core.errors import ConfigError
+from mimo_core.redaction import is_secret_name, register, secrets_in, strip_userinfo
+from mimo_core.strict_model import NumbersAreNumbers, dotted, problem_text
+from mimo_core.values import MAX_SECONDS, TaskCwd, http_url_problem
 
+MAX_COUNT = 10_000_000
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
 MAIN_AGENT_TYPES = ("default", "oracle", *CLI_AGENTS)  # what `agent.type` may name
 AGENT_TYPES = (*MAIN_AGENT_TYPES, "judge")  # the judge runs only as environment.judge_agent
-ENVIRONMENT_CLASSES = ("local", "docker", "kubernetes")  # or "package.module:Class" for a backend of your own
-# "token" only as a whole word part (auth_token, x-token), so max_tokens / max_output_tokens stay readable.
-_SECRET_KEY = re.compile(r"(api[_-]?key|(^|[_-])token$|secret|password|authorization|credential)", re.I)
 REDACTED = "***"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Strict(NumbersAreNumbers):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ToolSpec(_Strict):
@@ -46,12 +49,12 @@ class AgentConfig(_Strict):
     )
     system_template: str = "You are a helpful coding agent. Your working directory is {{cwd}}."
     instance_template: str = "{{task}}"
-    step_limit: int = Field(250, ge=0)  # 0 = unlimited
+    step_limit: int = Field(250, ge=0, le=MAX_COUNT)  # 0 = unlimited
     cost_limit: float = Field(0.0, ge=0)  # dollars; 0 = unlimited
-    time_limit: float = Field(0.0, ge=0)  # seconds of wall time for the agent loop; 0 = unlimited
-    max_format_errors: int = Field(3, ge=0)  # consecutive malformed tool calls before the rollout ends
-    observation_max_chars: int = Field(10000, gt=0)  # longer tool output keeps head + tail
-    # Blackbox CLI agents only (agent.type claude-code, codex, ...): see mimo_core/agents/cli/.
+    time_limit: float = Field(0.0, ge=0, le=MAX_SECONDS)  # seconds of wall time for the agent loop; 0 = unlimited
+    max_format_errors: int = Field(3, ge=0, le=MAX_COUNT)  # consecutive malformed tool calls before the rollout ends
+    observation_max_chars: int = Field(10000, gt=0, le=1 << 30)  # longer tool output keeps head + tail
+    # Blackbox CLI agents only (agent.type claude-code, codex, ...): see mimo_core/agents/blackbox/.
     version: str | None = None  # the CLI's pinned version; None = the adapter's default
     allow_latest: bool = False  # `version: latest` is refused unless this is set
     install_env: dict[str, str] = Field(default_factory=dict)  # mirrors: NPM_REGISTRY, PIP_INDEX_URL, ...
@@ -68,18 +71,18 @@ class AgentConfig(_Strict):
 
 
 class RetryConfig(_Strict):
-    max_attempts: int = Field(6, ge=1)
-    initial_delay: float = Field(1.0, ge=0)
-    max_delay: float = Field(60.0, ge=0)
-    timeout: float = Field(600.0, gt=0)  # per-request timeout, seconds
+    max_attempts: int = Field(6, ge=1, le=1000)
+    initial_delay: float = Field(1.0, ge=0, le=MAX_SECONDS)
+    max_delay: float = Field(60.0, ge=0, le=MAX_SECONDS)
+    timeout: float = Field(600.0, gt=0, le=MAX_SECONDS)  # per-request timeout, seconds
 
 
 class PricingConfig(_Strict):
     """Dollars per million tokens. Unknown prices cost zero rather than crash."""
 
-    input: float = 0.0
-    output: float = 0.0
-    cached_input: float | None = None  # defaults to `input`
+    input: float = Field(0.0, ge=0)
+    output: float = Field(0.0, ge=0)
+    cached_input: float | None = Field(None, ge=0)  # defaults to `input`
 
 
 class ModelConfig(_Strict):
@@ -90,6 +93,17 @@ class ModelConfig(_Strict):
     pricing: PricingConfig | None = None
     # vLLM: each reply carries the prompt's and the completion's token ids and logprobs (the rl export)
     return_token_ids: bool = False
+
+    @field_validator("model_kwargs")
+    @classmethod
+    def _http_base_url(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """A base URL that is not http(s) fails every request the same way: an error now, not retries."""
+        url = v.get("base_url")
+        if url is not None:
+            problem = http_url_problem(url)
+            if problem:
+                raise ValueError(f"base_url: {problem}")
+        return v
 
     @model_validator(mode="after")
     def _token_ids_need_chat(self) -> ModelConfig:
@@ -107,23 +121,23 @@ class JudgeAgentConfig(_Strict):
 
 class EnvironmentConfig(_Strict):
     environment_class: str = "local"  # local | docker | kubernetes | package.module:Class
-    cwd: str | None = None  # for rows that name no cwd (a row's own cwd wins), else the type's default
-    timeout: float = Field(300.0, gt=0)  # default per-command timeout, seconds
+    cwd: TaskCwd | None = None  # for rows that name no cwd (a row's own cwd wins), else the type's default
+    timeout: float = Field(300.0, gt=0, le=MAX_SECONDS)  # default per-command timeout, seconds
     sandbox: Literal["none", "bwrap"] = "none"  # local backend only
     image_prefix: str = ""
     # local only: rows that need their image (docker_image / Dockerfile, no seed of their own) are refused
     # at plan time unless this says to run them on the host anyway
     run_image_tasks_on_host: bool = False
     env: dict[str, str] = Field(default_factory=dict)
-    startup_timeout: float = Field(600.0, gt=0)
+    startup_timeout: float = Field(600.0, gt=0, le=MAX_SECONDS)
     judge_agent: JudgeAgentConfig | None = None
     backend_kwargs: dict[str, Any] = Field(default_factory=dict)  # checked by the backend's options_model
 
     @field_validator("environment_class")
     @classmethod
     def _known_backend(cls, v: str) -> str:
-        if v not in ENVIRONMENT_CLASSES and ":" not in v:
-            raise ValueError(f"unknown environment_class {v!r}; known: {list(ENVIRONMENT_CLASSES)} "
+        if v not in BACKEND_NAMES and ":" not in v:
+            raise ValueError(f"unknown environment_class {v!r}; known: {list(BACKEND_NAMES)} "
                              "or 'package.module:Class'")
         return v
 
@@ -195,20 +209,33 @@ def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_override(text: str) -> dict[str, Any]:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"--override-config: larger than {MAX_CONFIG_BYTES // 1024} KiB")
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except json.JSONDecodeError as e:
         raise ConfigError(f"--override-config: not valid JSON ({e.msg} at column {e.colno})") from None
+    except TooBig as e:
+        raise ConfigError(f"--override-config: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError("--override-config: must be a JSON object, e.g. '{\"agent\": {\"step_limit\": 50}}'")
     return data
 
 
+def yaml_error(e: yaml.YAMLError) -> str:
+    """A YAML error on one line: what is wrong and where (PyYAML's own text spans several lines)."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    problem = getattr(e, "problem", None) or str(e)
+    context = getattr(e, "context", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return " ".join(f"{context + ': ' if context else ''}{problem}{where}".split())
+
+
 def _format_validation(source: str, err: ValidationError) -> str:
     lines = []
     for e in err.errors():
-        path = ".".join(str(p) for p in e["loc"]) or "<root>"
-        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        path = dotted(e["loc"]) or "<root>"
+        msg = problem_text(e)
         lines.append(f"{source}: {path}: {msg}")
     return "; ".join(lines)
 
@@ -218,35 +245,40 @@ def validate_config(data: Any, source: str) -> MimoConfig:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping with agent/environment/model blocks")
+    expanded = expand_vars(data, source)
+    register(secrets_in(expanded))  # from now on, no writer lets them through (mimo_core/redaction.py)
     try:
-        return MimoConfig.model_validate(expand_vars(data, source))
+        return MimoConfig.model_validate(expanded)
     except ValidationError as e:
         raise ConfigError(_format_validation(source, e)) from None
 
 
 def load_config(path: str | Path, overrides: list[dict[str, Any]] | None = None) -> NamedConfig:
+    """The file as a validated config. Checks that need the agents, tools and backends (a template that
+    does not compile, an unknown tool or backend option) are `config_checks.load_checked_configs`'s:
+    every entry point (CLI, plan, Dagster) loads through that."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: invalid YAML: {e}") from None
+        raise ConfigError(f"{path}: invalid YAML: {yaml_error(e)}") from None
+    except TooBig as e:
+        raise ConfigError(f"{path}: {e}") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a folder, not a config file") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not valid UTF-8 (at byte {e.start})") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read it ({e.strerror or e})") from None
     if raw is None:
         raise ConfigError(f"{path}: the config file is empty (write at least a model: block)")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: top level must be a mapping with agent/environment/model blocks")
     for patch in overrides or []:
         raw = deep_merge(raw, patch)
-    named = NamedConfig(name=path.stem, path=str(path), config=validate_config(raw, str(path)))
-    from mimo_core.config_checks import check_config  # it imports this module
-
-    check_config(named)
-    return named
+    return NamedConfig(name=path.stem, path=str(path), config=validate_config(raw, str(path)))
 
 
 def load_configs(paths: list[str], overrides: list[dict[str, Any]] | None = None) -> list[NamedConfig]:
@@ -266,12 +298,15 @@ def assign_config(instance_id: str, configs: list[NamedConfig], seed: int = 0) -
 
 
 def redact(data: Any) -> Any:
-    """Replace the values of secret-looking keys, so saved configs never carry credentials."""
+    """Replace the values of secret-looking keys and URLs' userinfo, so saved configs never carry
+    credentials ("token" only as a whole word part: max_tokens stays readable)."""
     if isinstance(data, dict):
         return {
-            k: (REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "") else redact(v))
+            k: (REDACTED if is_secret_name(str(k)) and v not in (None, "") else redact(v))
             for k, v in data.items()
         }
     if isinstance(data, list):
         return [redact(v) for v in data]
+    if isinstance(data, str) and "@" in data:
+        return strip_userinfo(data)
     return data

@@ -9,16 +9,33 @@ ConfigError naming the file and the dotted key.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from mimo_core.config import MAIN_AGENT_TYPES, AgentConfig, NamedConfig
+from mimo_core.config import MAIN_AGENT_TYPES, AgentConfig, NamedConfig, load_config, load_configs
 from mimo_core.datasets.base import Task
 from mimo_core.errors import ConfigError
 
 # Variables the agents add to every row's own fields (see DefaultAgent / JudgeAgent.initial_messages).
 AGENT_VARIABLES = frozenset({"cwd"})
-JUDGE_VARIABLES = AGENT_VARIABLES | {"rubrics", "verdict_format"}
+JUDGE_VARIABLES = AGENT_VARIABLES | {"rubrics", "verdict_format", "submission"}
+
+
+def load_checked_config(path: str | Path, overrides: list[dict[str, Any]] | None = None) -> NamedConfig:
+    """`config.load_config`, then every check that does not need the dataset: what entry points call."""
+    named = load_config(path, overrides)
+    check_config(named)
+    return named
+
+
+def load_checked_configs(paths: list[str], overrides: list[dict[str, Any]] | None = None) -> list[NamedConfig]:
+    """`config.load_configs` (unique names), each checked as `load_checked_config` does."""
+    configs = load_configs(paths, overrides)
+    for named in configs:
+        check_config(named)
+    return configs
 
 
 def check_config(named: NamedConfig) -> None:
@@ -67,7 +84,7 @@ def _check_tools(named: NamedConfig) -> None:
 def _check_backend_kwargs(named: NamedConfig) -> None:
     """Each backend declares the options it takes as a pydantic model (`options_model`); a backend of
     your own without one gets its backend_kwargs unchecked."""
-    from mimo_core.environments.base import environment_class
+    from mimo_core.environments.registry import environment_class
 
     env = named.config.environment
     try:

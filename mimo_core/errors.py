@@ -26,6 +26,11 @@ class DatasetError(MimoError):
     status = ExitStatus.DATASET_ERROR
 
 
+class UnknownSchemaError(MimoError):
+    """A file of a schema_version this code does not read (a newer mimoagent wrote it). Never repaired or
+    rewritten, so the newer fields are not lost; the message names the file and the line."""
+
+
 class SandboxError(MimoError):
     """The sandbox failed (could not start, crashed, lost). An infrastructure error, retried on resume."""
 

@@ -7,6 +7,7 @@ from here.
 
 from __future__ import annotations
 
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
@@ -18,8 +19,17 @@ class LoopbackServer:
     def start(self) -> Self:
         raise NotImplementedError
 
-    def _serve(self, handler: type[BaseHTTPRequestHandler], bind: str, thread_name: str) -> None:
-        self._server = ThreadingHTTPServer((bind, 0), handler)
+    def _serve(self, handler: type[BaseHTTPRequestHandler], bind: str, thread_name: str,
+               listening: socket.socket | None = None) -> None:
+        """Serve on a free port of `bind`, or on `listening`, a socket already bound and listening (one
+        made inside a sandbox's network namespace)."""
+        if listening is None:
+            self._server = ThreadingHTTPServer((bind, 0), handler)
+        else:
+            self._server = ThreadingHTTPServer(listening.getsockname()[:2], handler, bind_and_activate=False)
+            self._server.socket.close()
+            self._server.socket = listening
+            self._server.server_address = listening.getsockname()[:2]
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                          name=thread_name, daemon=True).start()

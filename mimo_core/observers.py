@@ -6,7 +6,6 @@ each finished record from worker threads (it must only queue it), and is flushed
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Protocol
@@ -27,17 +26,12 @@ class RunObserver(Protocol):
     def finish(self) -> None: ...
 
 
-def _disabled(name: str) -> bool:
-    """`MIMOAGENT_<NAME>=0` turns one observer off; `MIMOAGENT_OBSERVERS=0` turns all off."""
-    off = ("0", "false", "no", "off")
-    return (os.environ.get("MIMOAGENT_OBSERVERS", "1").lower() in off
-            or os.environ.get(f"MIMOAGENT_{name.upper()}", "1").lower() in off)
-
-
 def load_observers(request: RunRequest) -> list[RunObserver]:
+    from mimo_core.settings import observer_enabled
+
     observers: list[RunObserver] = []
     for ep in entry_points(group=GROUP):
-        if _disabled(ep.name):
+        if not observer_enabled(ep.name):
             continue
         try:
             observers.append(ep.load()(request))

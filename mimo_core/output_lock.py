@@ -1,8 +1,10 @@
 """One writer per output folder: a second `mimoagent` on the same `-o` stops with the holder's name.
 
-The lock is an `flock` on `<output>/.mimoagent.lock`, which the kernel drops when its holder dies, so a
-lock left by a killed run is stale by construction and the next run takes it. The file also holds who
-took it (pid, host, run id, start time) for the error message; it is emptied when the run ends.
+The lock is an `flock` on `<output>/.mimoagent.lock` and one on the folder itself (so removing the lock
+file by hand lets no second run in), which the kernel drops when their holder dies, so a lock left by a
+killed run is stale by construction and the next run takes it. results.jsonl does not rely on either:
+its writers lock the results file itself (results.py). The lock file also holds who took it (pid, host,
+run id, start time) for the error message; it is emptied when the run ends.
 """
 
 from __future__ import annotations
@@ -41,15 +43,33 @@ def _describe(holder: dict[str, object]) -> str:
             f"since {since})")
 
 
+def _lock_folder(output: Path) -> int | None:
+    """An flock on the output folder itself, which no one deletes by accident as they might the lock
+    file: a second run is refused even when `.mimoagent.lock` was removed by hand. None where the file
+    system does not lock folders (NFS emulates flock with locks that need a writable file)."""
+    fd = os.open(output, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
 @contextmanager
 def output_lock(output: Path, run_id: str) -> Iterator[None]:
     """Hold the output folder's lock for the duration of a run; raise OutputLocked if a live run holds it."""
     output.mkdir(parents=True, exist_ok=True)
     path = output / LOCK_FILE
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    folder_fd: int | None = None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            folder_fd = _lock_folder(output)
         except BlockingIOError:
             raise OutputLocked(f"-o {output}: in use by {_describe(_holder(path))}; wait for it to finish "
                                "or choose another output folder") from None
@@ -61,4 +81,6 @@ def output_lock(output: Path, run_id: str) -> Iterator[None]:
         finally:
             os.ftruncate(fd, 0)
     finally:
-        os.close(fd)  # releases the flock
+        os.close(fd)  # releases the flocks
+        if folder_fd is not None:
+            os.close(folder_fd)

@@ -17,12 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
+from mimo_core.cli_inputs import resolved_dir
 from mimo_core.config import NamedConfig, assign_config
 from mimo_core.config_checks import check_templates_fit
 from mimo_core.datasets.base import Task
 from mimo_core.datasets.requirements import check_runnable
 from mimo_core.errors import ConfigError
+from mimo_core.input_change import input_changed, repo_fingerprint
 from mimo_core.results import RESULTS_FILE, ResultsStore
 from mimo_core.rollout import GT, RolloutJob
 from mimo_core.status import ExitStatus
@@ -39,11 +42,12 @@ class Selection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    filter: str | None = None
-    shuffle: bool = False
-    slice: str | None = None
+    filter: str | None = Field(default=None, description="keep instance ids matching this regex")
+    shuffle: bool = Field(default=False, description="shuffle the rows (seeded by `seed`)")
+    slice: str | None = Field(default=None, description="A:B, rows A..B after filter and shuffle")
     seed: int = Field(default=0, description="seed of the shuffle and of the A/B config assignment")
-    partitions: list[tuple[str, str]] | None = None
+    partitions: list[tuple[str, str]] | None = Field(
+        default=None, description="exact (instance, config) pairs, as a Dagster backfill selects them")
 
 
 class RunRequest(BaseModel):
@@ -52,21 +56,39 @@ class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dataset: str = Field(description="JSONL/parquet file, Harbor folder, local HF folder or hub name")
-    split: str | None = None
+    split: str | None = Field(default=None, description="dataset split (Hugging Face datasets)")
     selection: Selection = Field(default_factory=Selection)
     configs: list[str] = Field(description="config files; several = one per instance at random (A/B)")
     paired: bool = Field(default=False, description="every config on every instance (paired A/B) instead")
     # May carry keys (a model endpoint's api_key): never serialized, so never in a log or a pipe.
     overrides: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
-    num_rollouts: int = Field(default=1, ge=1, description="K independent rollouts per instance")
-    redo_existing: bool = False
+    num_rollouts: int = Field(default=1, ge=1, le=100_000, description="K independent rollouts per instance")
+    redo_existing: bool = Field(default=False, description="rerun rollouts that already finished")
+    rerun_changed: bool = Field(default=False, description="also rerun the finished rollouts whose config, row "
+                                                           "or repository folder changed since they ran")
     rerun_status: list[ExitStatus] = Field(
         default_factory=list, description="rerun exactly the finished rollouts that ended with these statuses "
                                           "(and run those never finished); every other status is kept")
     recalc: str | None = Field(default=None, description="None: run the agent; 'gt': grade the reference "
                                                           "solutions; else an earlier output folder to regrade")
     output_dir: Path = Field(description="the run's output folder: results.jsonl and one folder per rollout")
-    run_id: str = Field(default_factory=new_run_id)
+    run_id: str = Field(default_factory=new_run_id, description="the run's id in results.jsonl and Dagster tags")
+
+
+def request_fields() -> dict[str, FieldInfo]:
+    """RunRequest's fields as a door states them (a command line, a Dagster run config): the selection's
+    fields at the top level. Every door derives its fields from this (tests/dagster/test_run_request_fields.py)."""
+    fields: dict[str, FieldInfo] = {}
+    for name, info in RunRequest.model_fields.items():
+        fields.update(Selection.model_fields if name == "selection" else {name: info})
+    return fields
+
+
+def request_from_fields(values: dict[str, Any]) -> RunRequest:
+    """A RunRequest from `request_fields()` names, validated by pydantic; a field left out takes its default."""
+    values = dict(values)
+    selection = Selection(**{k: values.pop(k) for k in list(values) if k in Selection.model_fields})
+    return RunRequest(selection=selection, **values)
 
 
 @dataclass
@@ -77,6 +99,8 @@ class RunPlan:
     configs: list[NamedConfig]
     jobs: list[RolloutJob]
     skipped: int  # rollouts left out because they already finished (resume)
+    changed: int = 0  # of those, how many ran with an input that has changed since (see --rerun-changed)
+    selected: frozenset[tuple[str, str, int]] = frozenset()  # every rollout the request names, done or not
 
 
 def plan_run(
@@ -86,15 +110,16 @@ def plan_run(
     the request when not given; a caller that already holds them (to register them, to warm models, or
     rows kept by Dagster) passes them in."""
     if configs is None:
-        from mimo_core.config import load_configs
+        from mimo_core.config_checks import load_checked_configs
 
-        configs = load_configs(request.configs, request.overrides)
+        configs = load_checked_configs(request.configs, request.overrides)
     if tasks is None:
         from mimo_core.datasets.loader import load_tasks
 
         tasks = load_tasks(request.dataset, request.split)
     sel = request.selection
     selected = select(sel, tasks)
+    _check_size(len(selected) * (len(configs) if request.paired else 1) * request.num_rollouts)
     if request.recalc is None:
         check_templates_fit(configs, selected)
     if request.recalc not in (None, GT):
@@ -105,9 +130,34 @@ def plan_run(
                            run_id=request.run_id, recalc=request.recalc)
                 for task, config in _assignments(selected, configs, sel, request.paired)
                 for k in range(request.num_rollouts)]
+    seen: dict[str, str | None] = {}
+    for job in jobs:
+        job.repo_fingerprint = repo_fingerprint(job.task, seen)
     todo = _not_finished(jobs, request.output_dir, request.redo_existing, set(request.rerun_status))
+    changed = _changed(jobs, todo, request.output_dir)
+    if request.rerun_changed and changed:
+        again = {j.key for j in changed} | {j.key for j in todo}
+        todo = [j for j in jobs if j.key in again]
+        changed = []
     check_runnable((j.task, j.config) for j in todo)
-    return RunPlan(selected, configs, todo, len(jobs) - len(todo))
+    return RunPlan(selected, configs, todo, len(jobs) - len(todo), len(changed), frozenset(j.key for j in jobs))
+
+
+def _changed(jobs: list[RolloutJob], todo: list[RolloutJob], output_dir: Path) -> list[RolloutJob]:
+    """The jobs kept as finished whose recorded input (config, row, repository folder) differs from now."""
+    kept = {j.key for j in todo}
+    records = ResultsStore(output_dir).load()
+    return [j for j in jobs if j.key not in kept and j.key in records
+            and input_changed(records[j.key], j.input_fingerprint, j.repo_fingerprint)]
+
+
+MAX_ROLLOUTS = 1_000_000  # per run: each is a job object, a folder and a results line
+
+
+def _check_size(n: int) -> None:
+    if n > MAX_ROLLOUTS:
+        raise ConfigError(f"{n:,} rollouts in one run is more than {MAX_ROLLOUTS:,}; select fewer rows "
+                          "(--slice, --filter) or fewer --num-rollouts")
 
 
 def _not_finished(jobs: list[RolloutJob], output_dir: Path, redo_existing: bool,
@@ -171,13 +221,16 @@ def regrade_jobs(
     `only` limits it to some (instance, config) pairs."""
     if not (source / RESULTS_FILE).exists():
         raise ConfigError(f"--recalc-input {source}: no {RESULTS_FILE} there (expected an earlier -o folder)")
-    if source.resolve() == output_dir.resolve():
+    if resolved_dir(str(source), "--recalc-input") == output_dir.resolve():
         raise ConfigError("--recalc-input DIR must differ from -o: a recalc writes new rollout folders")
     wanted = set(only) if only is not None else None
     by_name = {c.name: c for c in configs}
     by_id = {t.instance_id: t for t in tasks}
+    finished = ResultsStore(source).finished()
+    if not finished:
+        raise ConfigError(f"--recalc-input {source}: its {RESULTS_FILE} holds no finished rollout to regrade")
     jobs = []
-    for (instance_id, config_name, k), rec in sorted(ResultsStore(source).finished().items()):
+    for (instance_id, config_name, k), rec in sorted(finished.items()):
         task = by_id.get(instance_id)
         if task is None or (wanted is not None and (instance_id, config_name) not in wanted):
             continue

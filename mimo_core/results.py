@@ -2,6 +2,11 @@
 
 A record is written last, after traj.json and reward_extra_info.json, so its presence is what marks a
 rollout finished; a killed run leaves no record and the next run redoes that rollout.
+
+Each line carries `schema_version` (history in docs/trajectory.md). Lines written before it was carried
+are read as 1.0, their form; a line of a version this code does not know (a newer mimoagent wrote it) is
+an error naming the file and line, never a torn line to move aside or a record to rewrite without its
+new fields.
 """
 
 from __future__ import annotations
@@ -16,14 +21,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, field_validator
 
+from mimo_core.errors import UnknownSchemaError
+from mimo_core.redaction import redact
 from mimo_core.status import INFRA_STATUSES, INPUT_STATUSES, ExitStatus
 
 RESULTS_FILE = "results.jsonl"
+RESULTS_SCHEMA_VERSION = "1.0"
+RESULTS_READS = ("1.0",)  # every version `ResultsStore` reads; a line without one is 1.0
 
 
 class ResultRecord(BaseModel):
+    schema_version: str = RESULTS_SCHEMA_VERSION  # absent from lines written before it was carried: 1.0
     run_id: str
     instance_id: str
     config_name: str
@@ -51,7 +61,19 @@ class ResultRecord(BaseModel):
     # Hash of the config (redacted) and the row this rollout ran with: a rollout that failed through the
     # input's fault (config_error, dataset_error) is done again only when this changes.
     input_fingerprint: str | None = None
+    # Hash of the row's repository folder (paths, sizes, times) when it ran; None: no folder, or older line
+    repo_fingerprint: str | None = None
     attempts: int = 1  # this attempt's number; earlier unfinished ones are kept in the rollout's attempts/
+    # What the agent tried that the sandbox refused or that reached for the grade (traj.json has each one):
+    containment_attempts: int = 0
+    containment: dict[str, int] = Field(default_factory=dict)  # events per kind, lingering_processes included
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, version: str) -> str:
+        if version not in RESULTS_READS:
+            raise ValueError(f"unknown results schema_version {version!r}")
+        return version
 
     # Derived from exit_status, so they cannot disagree with it; written for readers of the JSON lines.
     @computed_field  # type: ignore[prop-decorator]
@@ -79,16 +101,42 @@ class ResultRecord(BaseModel):
         return (self.instance_id, self.config_name, self.rollout_index)
 
 
+def parse_record(line: str | bytes, where: str) -> ResultRecord:
+    """One line of results.jsonl. ValueError: not a whole record (torn). UnknownSchemaError: a record of
+    a schema_version this code does not read, which must be neither moved aside nor rewritten."""
+    try:
+        return ResultRecord.model_validate_json(line)
+    except ValueError:
+        try:
+            version = json.loads(line).get("schema_version", RESULTS_SCHEMA_VERSION)
+        except (ValueError, AttributeError):
+            raise ValueError(f"{where}: not a record") from None
+        if version not in RESULTS_READS:
+            raise UnknownSchemaError(
+                f"{where}: results schema_version {version!r} was written by a newer mimoagent (this one reads "
+                f"{', '.join(RESULTS_READS)}): upgrade mimoagent, or write to another output folder") from None
+        raise
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """Serialise writers across threads and processes sharing one output folder."""
-    lock = path.with_name(path.name + ".lock")
-    with open(lock, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    """Serialise writers across threads and processes: an flock on the results file itself (not on a file
+    beside it that a user may delete). A writer that replaces the file does so holding the lock on the old
+    one; a writer that was waiting sees that the path names another file now and locks that one."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            current = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            current = False
+        if current:
+            break
+        os.close(fd)  # (closing drops the lock)
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
@@ -98,7 +146,7 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "w") as fh:
-        fh.write(text)
+        fh.write(redact(text))
         if durable:
             fh.flush()
             os.fsync(fh.fileno())
@@ -106,9 +154,9 @@ def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
 
 
 _Key = tuple[str, str, int]
-# Keys already in each results file, with the file size they were read at: appends stay O(1) for runs of
-# thousands of rollouts, and a file changed by another process (size differs) is simply read again.
-_key_index: dict[Path, tuple[int, set[_Key]]] = {}
+# Keys already in each results file, with the file (inode, size) they were read at: appends stay O(1) for
+# runs of thousands of rollouts, and a file changed or replaced by another process is simply read again.
+_key_index: dict[Path, tuple[tuple[int, int], set[_Key]]] = {}
 
 
 class ResultsStore:
@@ -133,8 +181,8 @@ class ResultsStore:
                 if not line:
                     continue
                 try:
-                    rec = ResultRecord.model_validate_json(line)
-                except ValueError:
+                    rec = parse_record(line, f"{self.path}:{number}")
+                except ValueError:  # (UnknownSchemaError is not one: it goes up)
                     torn.append(number)
                     continue
                 records[rec.key] = rec
@@ -150,12 +198,12 @@ class ResultsStore:
             data = self.path.read_bytes()
             good: list[bytes] = []
             bad: list[bytes] = []
-            for line in data.splitlines():
+            for number, line in enumerate(data.splitlines(), start=1):
                 if not line.strip():
                     continue
                 try:
-                    ResultRecord.model_validate_json(line)
-                except ValueError:
+                    parse_record(line, f"{self.path}:{number}")
+                except ValueError:  # (UnknownSchemaError is not one: it goes up)
                     bad.append(line)
                     continue
                 good.append(line)
@@ -183,7 +231,7 @@ class ResultsStore:
     def put(self, record: ResultRecord) -> None:
         """Append a new key with one write; replace an existing key by rewriting the file atomically."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        line = record.model_dump_json() + "\n"
+        line = redact(record.model_dump_json()) + "\n"
         with _locked(self.path):
             keys = self._keys()
             if record.key not in keys:
@@ -194,11 +242,11 @@ class ResultsStore:
                         line = "\n" + line
                     os.write(fd, line.encode())
                     os.fsync(fd)
-                    size = os.fstat(fd).st_size
+                    st = os.fstat(fd)
                 finally:
                     os.close(fd)
                 keys.add(record.key)
-                _key_index[self.path.resolve()] = (size, keys)
+                _key_index[self.path.resolve()] = ((st.st_ino, st.st_size), keys)
                 return
             existing = self.load()
             existing[record.key] = record
@@ -207,12 +255,16 @@ class ResultsStore:
 
     def _keys(self) -> set[_Key]:
         path = self.path.resolve()
-        size = path.stat().st_size if path.exists() else 0
+        try:
+            st = path.stat()
+            version = (st.st_ino, st.st_size)
+        except FileNotFoundError:
+            version = (0, 0)
         cached = _key_index.get(path)
-        if cached is not None and cached[0] == size:
+        if cached is not None and cached[0] == version:
             return cached[1]
         keys = set(self.load())
-        _key_index[path] = (size, keys)
+        _key_index[path] = (version, keys)
         return keys
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import threading
 import time
@@ -24,6 +23,8 @@ from mimo_core.agents.base import AgentResult
 from mimo_core.attempts import is_finished_attempt, keep_failed_attempt
 from mimo_core.blame import WorkdirDestroyed, check_workdir
 from mimo_core.config import NamedConfig
+from mimo_core.containment.detect import Watch
+from mimo_core.containment.events import attempts, counts
 from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.datasets.requirements import preflight
 from mimo_core.datasets.task_limits import agent_deadline, with_task_limits
@@ -35,23 +36,26 @@ from mimo_core.environments.base import (
     LABEL_RUN_ID,
     Environment,
     SandboxSpec,
-    make_environment,
 )
+from mimo_core.environments.registry import make_environment
 from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.evidence import keep_verifier_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
+from mimo_core.redaction import redact, register_environment
 from mimo_core.results import ResultRecord, ResultsStore, write_json, write_model_json
 from mimo_core.rollout_files import RolloutFiles
+from mimo_core.rollout_names import folder_name, legacy_folder_name
 from mimo_core.status import INFRA_STATUSES, UNGRADED_STATUSES, ExitStatus
-from mimo_core.trajectory import ModelInfo, Timings, Trajectory
+from mimo_core.stopping import cancellable
+from mimo_core.trajectory import ModelInfo, Timings, Trajectory, read_trajectory
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 GT = "gt"
 
 
 def safe_name(text: str) -> str:
-    return _UNSAFE.sub("_", text).strip("._") or "_"
+    """`text` with every run of unsafe characters replaced by `_` (not injective: see rollout_names)."""
+    return legacy_folder_name(text)
 
 
 class RolloutJob(BaseModel):
@@ -66,10 +70,17 @@ class RolloutJob(BaseModel):
     run_id: str
     recalc: str | None = None  # None: run the agent; "gt": grade the reference; else a source directory
     recalc_submission: str | None = None  # the saved submission, for a recalc from a directory
+    repo_fingerprint: str | None = None  # the row's repository folder when the run was planned (input_change)
 
     @property
     def rel_dir(self) -> str:
-        return f"{safe_name(self.task.instance_id)}/{safe_name(self.config.name)}/{self.rollout_index}"
+        return f"{folder_name(self.task.instance_id)}/{folder_name(self.config.name)}/{self.rollout_index}"
+
+    @property
+    def legacy_rel_dir(self) -> str:
+        """Where this rollout's folder was before folder names were made injective."""
+        return (f"{legacy_folder_name(self.task.instance_id)}/{legacy_folder_name(self.config.name)}/"
+                f"{self.rollout_index}")
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -78,6 +89,7 @@ class RolloutJob(BaseModel):
     @property
     def input_fingerprint(self) -> str:
         return input_fingerprint(self.config, self.task)
+
 
 
 def input_fingerprint(config: NamedConfig, task: Task) -> str:
@@ -140,7 +152,9 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     complete: the new attempt works in a side folder and is swapped in just before its record is written.
     An unfinished earlier attempt (an ungraded status, or killed mid-way) is evidence: it moves to
     `attempts/<n>/` in the rollout's folder and the record counts it (`attempts`)."""
+    register_environment(os.environ)  # keys the SDKs and CLI agents read from the environment: never written
     final = job.output_dir / job.rel_dir
+    adopt_legacy_folder(job, final)
     for leftover in final.parent.glob(f"{final.name}.attempt-*"):
         shutil.rmtree(leftover, ignore_errors=True)
     for leftover in final.parent.glob(f"{final.name}.replaced-*"):
@@ -150,9 +164,10 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     kept = 0 if redo else keep_failed_attempt(final, job.run_id)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        rec = RolloutFiles(work)
+        rec = RolloutFiles(work, watch_for(job))
         try:
-            record = _run(job, work, rec, cancel)
+            with cancellable(cancel):
+                record = _run(job, work, rec, cancel)
         finally:
             rec.close()
         record.attempts = kept + 1
@@ -171,6 +186,22 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     return record
 
 
+def adopt_legacy_folder(job: RolloutJob, final: Path) -> None:
+    """A folder this rollout wrote under the old naming moves to its new name, when it is its own (its
+    traj.json names the same rollout); one that is not, or whose owner cannot be told, stays where it is."""
+    legacy = job.output_dir / job.legacy_rel_dir
+    if legacy == final or os.path.lexists(final) or not os.path.isdir(legacy):  # (a too long name: False)
+        return
+    try:
+        traj = read_trajectory(legacy / "traj.json")
+    except ValueError:
+        return
+    if (traj.instance_id, traj.config_name, traj.rollout_index) != job.key:
+        return
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(legacy, final)
+
+
 def write_failure(job: RolloutJob, status: ExitStatus, error: str) -> ResultRecord:
     """The files `run_one` writes for a rollout that failed before its sandbox, for one that ended outside
     `run_one` (its Ray node lost for good); the caller writes the record."""
@@ -184,6 +215,24 @@ def write_failure(job: RolloutJob, status: ExitStatus, error: str) -> ResultReco
         return _write_outputs(job, rollout_dir, rec, None, status, error, None, None, None, timings)
     finally:
         rec.close()
+
+
+def watch_for(job: RolloutJob) -> Watch:
+    """What this rollout's containment detection looks for beyond the fixed rules: the dataset file the row
+    came from, the run's output folder, and the model endpoint when it is on the runner's host."""
+    from urllib.parse import urlsplit
+
+    services = []
+    base_url = job.config.config.model.model_kwargs.get("base_url")
+    if isinstance(base_url, str):
+        try:
+            parts = urlsplit(base_url)
+            if parts.hostname in ("127.0.0.1", "localhost", "::1") and parts.port:
+                services.append(f"{parts.hostname}:{parts.port}")
+        except ValueError:
+            pass
+    protected = [p for p in (job.task.source, str(job.output_dir.resolve())) if p and len(p) > 4]
+    return Watch(protected=protected, services=services)
 
 
 def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threading.Event | None) -> ResultRecord:
@@ -209,9 +258,9 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
         timings.agent_s = time.monotonic() - t1
         if agent_result.exit_status not in UNGRADED_STATUSES:
             t2 = time.monotonic()
-            judge = _judge(job, env, rollout_dir, rec)
             grade = _grade(dtype, env, task, submission, sandboxes, rec)
             keep_verifier_evidence(grade, rollout_dir)
+            judge = _judge(job, env, submission, rollout_dir, rec)  # after the grade: it cannot change it
             timings.grading_s = time.monotonic() - t2
     except Exception as e:  # a rollout's failure must not take the whole batch down; the record says why
         if is_disk_full(e):
@@ -257,35 +306,70 @@ def _act(
         config = with_task_limits(job.config.config, job.task)
         if config.agent.time_limit != job.config.config.agent.time_limit:
             rec.log(f"agent time limit: {config.agent.time_limit:g}s (the task's agent_timeout_sec)")
-        agent = make_agent(config, dtype, cancel=cancel)
+        from mimo_core.agents.stop import AgentStop
+
+        # The agent and its model client stop at the run's stop and at the time limit alike.
+        agent = make_agent(config, dtype, cancel=AgentStop(cancel, config.agent.time_limit))
         with agent_deadline(env, config.agent.time_limit):
             result = agent.run(job.task, env, rec)
+        if config.agent.type not in ("default", "oracle"):  # a CLI agent's tool calls, seen only now
+            rec.containment.transcript(result.messages)
         if result.exit_status in UNGRADED_STATUSES:
             return result, None
         try:
+            _begin_grading(env, dtype, job.task, rec)
             return result, dtype.collect_submission(env, job.task)
         except SandboxError:
             check_workdir(env)  # the agent's own doing, if it destroyed its working directory
             raise
     if job.recalc == GT:
         applied, log = dtype.apply_gold(env, job.task)
+        _begin_grading(env, dtype, job.task, rec)
         submission = dtype.collect_submission(env, job.task) if applied else (dtype.gold_submission(job.task) or "")
     else:
         submission = job.recalc_submission or ""
         applied, log = dtype.apply_submission(env, job.task, submission)
+        _begin_grading(env, dtype, job.task, rec)
     rec.log(f"recalc ({job.recalc}): submission {'applied' if applied else 'did NOT apply'}\n{log[-2000:]}")
     return AgentResult(exit_status=ExitStatus.RECALCULATED), submission
 
 
-def _judge(job: RolloutJob, env: Environment, rollout_dir: Path, rec: RolloutFiles) -> JudgeResult | None:
+def _begin_grading(env: Environment, dtype: DatasetType, task: Task, rec: RolloutFiles) -> None:
+    """The agent's phase ends here: every process it left is killed and the grading works in folders it
+    never saw (GradingSeam); what it left running or planted for the verifier is recorded."""
+    begin = getattr(env, "begin_grading", None)
+    if begin is None:  # a backend of your own without the seam: graded as before, and said so
+        rec.log("grading: the backend has no begin_grading: the agent's processes may still be running")
+        return
+    alive = begin()
+    if alive:
+        rec.containment.add("lingering_processes", f"{alive} process(es) still running when the agent finished; "
+                                                   "killed before grading")
+    planted = dtype.prepare_grading(env, task)
+    if planted:
+        rec.containment.add("planted_files", "found where only the verifier writes, removed: " + ", ".join(planted))
+    rec.log(f"grading: {alive} process(es) of the agent killed; verifier folders fresh"
+            + (f"; removed {len(planted)} planted file(s)" if planted else ""))
+
+
+def _judge(job: RolloutJob, env: Environment, submission: str | None, rollout_dir: Path,
+           rec: RolloutFiles) -> JudgeResult | None:
     judge_cfg = job.config.config.environment.judge_agent
     if judge_cfg is None or job.task.rubric is None or not job.task.rubric.rubrics:
         return None
     from mimo_core.agents.judge import run_judge
 
-    rec.log("judge: scoring rubrics")
-    return run_judge(judge_cfg, job.task, env, rollout_dir / "judge", run_id=job.run_id,
-                     config_name=job.config.name, rollout_index=job.rollout_index)
+    view_of = getattr(env, "read_only_view", None)
+    view = view_of() if view_of is not None else None
+    rec.log("judge: scoring rubrics " + ("in a read-only view of the final state" if view is not None
+                                         else "with read-only file tools (no shell on this backend)"))
+    try:
+        return run_judge(judge_cfg, job.task, view or env, rollout_dir / "judge", run_id=job.run_id,
+                         config_name=job.config.name, rollout_index=job.rollout_index, shell=view is not None,
+                         submission=submission or "")
+    finally:
+        if view is not None:
+            view.stop()
 
 
 def _grade(
@@ -305,16 +389,13 @@ def _grading_summary(details: dict[str, Any]) -> dict[str, Any]:
 
 
 def _model_info(job: RolloutJob) -> ModelInfo | None:
+    """Read from the config (no SDK client is built only to learn a host); userinfo is never recorded."""
     cfg = job.config.config
     if job.recalc is not None or cfg.agent.type == "oracle":
         return None
-    from mimo_core.agents.factory import shared_model
+    from mimo_core.models.endpoint import endpoint_host
 
-    try:
-        host = shared_model(cfg.model).endpoint_host  # the SDK's own resolution, env-var base URLs included
-    except (MimoError, ValueError):  # ValueError: a protocol only a CLI agent speaks (gemini)
-        host = None
-    return ModelInfo(name=cfg.model.model_name, protocol=cfg.model.protocol, endpoint_host=host)
+    return ModelInfo(name=cfg.model.model_name, protocol=cfg.model.protocol, endpoint_host=endpoint_host(cfg.model))
 
 
 def _write_outputs(
@@ -329,7 +410,7 @@ def _write_outputs(
         task=job.task, run_id=job.run_id, config_name=job.config.name, rollout_index=job.rollout_index,
         agent_type="recalc" if job.recalc else job.config.config.agent.type, model=_model_info(job),
         agent=agent, exit_status=status, error=error, submission=submission, timings=timings,
-        config=job.config.redacted(),
+        config=job.config.redacted(), containment_events=rec.containment.events,
     )
     write_model_json(rollout_dir / "traj.json", traj)
     graded = grade is not None and traj.exit_status not in UNGRADED_STATUSES
@@ -338,12 +419,13 @@ def _write_outputs(
         run_id=traj.run_id, instance_id=traj.instance_id, config_name=traj.config_name,
         rollout_index=traj.rollout_index, dataset_type=traj.dataset_type, agent_type=traj.agent_type,
         model_name=traj.model.name if traj.model else None, exit_status=traj.exit_status,
-        error=(traj.error or None) and traj.error[:500],
+        error=(traj.error or None) and redact(traj.error)[:500],  # (the Dagster event log gets it from here)
         reward=grade.reward if graded else None, passed=grade.passed if graded else None,
         grading=_grading_summary(grade.details) if grade else {},
         judge_score=judge.score if judge else None, recalc=job.recalc,
         steps=traj.steps, prompt_tokens=traj.usage.prompt_tokens, completion_tokens=traj.usage.completion_tokens,
         cached_tokens=traj.usage.cached_tokens, reasoning_tokens=traj.usage.reasoning_tokens, cost=traj.cost,
         duration_s=round(timings.total_s, 3), started_at=timings.started_at, ended_at=timings.ended_at,
-        output_dir=job.rel_dir, input_fingerprint=job.input_fingerprint,
+        output_dir=job.rel_dir, input_fingerprint=job.input_fingerprint, repo_fingerprint=job.repo_fingerprint,
+        containment_attempts=attempts(traj.containment_events), containment=counts(traj.containment_events),
     )

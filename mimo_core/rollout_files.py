@@ -9,20 +9,23 @@ from pathlib import Path
 from typing import Any
 
 from mimo_core.agent_msgs import StepWriter
+from mimo_core.containment.detect import ContainmentLog, Watch
+from mimo_core.redaction import redact, redact_bytes
 
 
 class RolloutFiles:
     """Implements AgentContext. One per rollout directory; closed by the rollout."""
 
-    def __init__(self, rollout_dir: Path):
+    def __init__(self, rollout_dir: Path, watch: Watch | None = None):
         self.dir = rollout_dir
+        self.containment = ContainmentLog(watch)  # attempts seen in tool calls and by the rollout
         self.msgs_dir = rollout_dir / "agent_msgs"
         self.msgs_dir.mkdir(parents=True, exist_ok=True)
         self._steps = StepWriter(self.msgs_dir)
         self._log = open(rollout_dir / "instance.log", "a", buffering=1)  # noqa: SIM115 - lives as long as the rollout
 
     def log(self, text: str) -> None:
-        self._log.write(f"{time.strftime('%H:%M:%S')} {text}\n")
+        self._log.write(f"{time.strftime('%H:%M:%S')} {redact(text)}\n")
 
     def log_exception(self, where: str) -> None:
         self.log(f"{where}:\n{traceback.format_exc()}")
@@ -34,12 +37,16 @@ class RolloutFiles:
         the previous call's request (mimo_core/agent_msgs.py), so a rollout's writes stay linear."""
         self._steps.record(step, request, response, request_json)
 
+    def note_tool_call(self, step: int, tool: str, arguments: str, output: str) -> None:
+        """A tool call and what it returned: checked for attempts to leave the sandbox or reach the grade."""
+        self.containment.tool_call(step, tool, arguments, output)
+
     def keep_file(self, rel_path: str, data: bytes) -> None:
         """A file an agent wants kept beside its trajectory (a CLI agent's native session log)."""
         target = self.dir / rel_path
         target.parent.mkdir(parents=True, exist_ok=True)
         part = target.with_name(target.name + ".part")
-        part.write_bytes(data)
+        part.write_bytes(redact_bytes(data))
         os.replace(part, target)
 
     def close(self) -> None:

@@ -20,6 +20,9 @@ class ExitStatus(StrEnum):
     MODEL_ERROR = "model_error"  # endpoint unreachable / kept failing after retries
     MODEL_AUTH_ERROR = "model_auth_error"  # bad credentials: fix the config, retrying won't help
     MODEL_BAD_REQUEST = "model_bad_request"  # the endpoint rejected the request
+    # The endpoint refused the agent's first request, before the agent acted (its prompt outgrew the
+    # window, a field the server does not take): the setup does not fit this endpoint; not graded.
+    REQUEST_REFUSED = "request_refused"
     ENVIRONMENT_ERROR = "environment_error"  # the sandbox failed
     GRADING_ERROR = "grading_error"  # the verifier crashed or wrote no reward
     AGENT_ERROR = "agent_error"  # the agent could not act (a CLI agent crashed, a reference did not apply)
@@ -39,7 +42,7 @@ INFRA_STATUSES = frozenset({
 })
 # The input's fault: the same config on the same row fails the same way, so a resume does these again only
 # when the config or the row changed (compared by ResultRecord.input_fingerprint).
-INPUT_STATUSES = frozenset({ExitStatus.CONFIG_ERROR, ExitStatus.DATASET_ERROR})
+INPUT_STATUSES = frozenset({ExitStatus.CONFIG_ERROR, ExitStatus.DATASET_ERROR, ExitStatus.REQUEST_REFUSED})
 # No grade is worth taking after these: the agent never got to act on a working setup.
 UNGRADED_STATUSES = INFRA_STATUSES | INPUT_STATUSES
 

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, field_serializer, field_validator
 
+from mimo_core.containment.events import ContainmentEvent
 from mimo_core.messages import Message, ToolSchema
-from mimo_core.models.base import Usage
+from mimo_core.models.base import CallRecord, Usage
 from mimo_core.status import ExitStatus
 
 if TYPE_CHECKING:
@@ -22,27 +23,14 @@ if TYPE_CHECKING:
 
 # 1.1: `exit_status` is the rollout's status, the same value as its results.jsonl line (1.0 wrote the
 # agent's own status there even when grading then failed); the agent's own status is `agent_exit_status`.
-SCHEMA_VERSION = "1.1"
+# 1.2: `containment_events`, what the agent tried that the sandbox refused or that reached for the grade.
+SCHEMA_VERSION = "1.2"
 
 
 class ModelInfo(BaseModel):
     name: str
     protocol: str
     endpoint_host: str | None = None  # host only: never the key, never the full URL with credentials
-
-
-class CallRecord(BaseModel):
-    """One model call, summarised; the full request/response is in agent_msgs/<step>.json."""
-
-    step: int
-    usage: Usage = Field(default_factory=Usage)
-    latency_s: float = 0.0
-    cost: float = 0.0
-    attempts: int = 1
-    finish_reason: str | None = None
-    token_ids: list[int] | None = None
-    prompt_token_ids: list[int] | None = None
-    logprobs: list[float] | None = None
 
 
 class Timings(BaseModel):
@@ -76,6 +64,7 @@ class Trajectory(BaseModel):
     cost: float = 0.0
     timings: Timings
     config: dict[str, Any] = Field(default_factory=dict)  # redacted
+    containment_events: list[ContainmentEvent] = Field(default_factory=list)  # docs/trajectory.md
 
     @field_validator("messages", mode="before")
     @classmethod
@@ -100,11 +89,12 @@ class Trajectory(BaseModel):
         cls, *, task: Task, run_id: str, config_name: str, rollout_index: int, agent_type: str,
         model: ModelInfo | None, agent: AgentResult | None, exit_status: ExitStatus, error: str | None,
         submission: str | None, timings: Timings, config: dict[str, Any],
+        containment_events: list[ContainmentEvent] | None = None,
     ) -> Trajectory:
         """The one way a trajectory is built, for the agent's rollout and for the judge alike.
         `exit_status`/`error` are the rollout's outcome; `agent` is None when no agent got to run;
         `config` must already be redacted."""
-        from mimo_core import __version__
+        from mimo_core.version import __version__
 
         ran = {} if agent is None else {
             "tools": agent.tools, "messages": agent.messages, "calls": agent.calls, "steps": agent.steps,
@@ -114,7 +104,7 @@ class Trajectory(BaseModel):
             framework_version=__version__, run_id=run_id, instance_id=task.instance_id,
             dataset_type=task.dataset_type, config_name=config_name, rollout_index=rollout_index,
             agent_type=agent_type, model=model, exit_status=exit_status, error=error, submission=submission,
-            timings=timings, config=config, **ran,
+            timings=timings, config=config, containment_events=containment_events or [], **ran,
         )
 
 
@@ -125,11 +115,14 @@ def _upgrade(data: dict[str, Any], path: Path) -> dict[str, Any]:
         data = _upgrade_unversioned_judge(data, path)
         version = "1.0"
     if version == "1.0":
-        data = {**data, "schema_version": SCHEMA_VERSION, "agent_exit_status": data.get("exit_status")}
+        data = {**data, "schema_version": "1.1", "agent_exit_status": data.get("exit_status")}
+        version = "1.1"
+    if version == "1.1":  # no containment events were recorded then
+        data = {**data, "schema_version": SCHEMA_VERSION}
         version = SCHEMA_VERSION
     if version != SCHEMA_VERSION:
-        raise ValueError(f"{path}: unknown trajectory schema_version {version!r} (this code reads 1.0 and "
-                         f"{SCHEMA_VERSION})")
+        raise ValueError(f"{path}: unknown trajectory schema_version {version!r} (this code reads 1.0, 1.1 "
+                         f"and {SCHEMA_VERSION})")
     return data
 
 

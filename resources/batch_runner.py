@@ -7,7 +7,6 @@ in the deployment, or per run in the launchpad's run config:
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from dagster import ConfigurableResource
@@ -26,8 +25,10 @@ class BatchRunner(ConfigurableResource):
     def ray_options(self) -> RayOptions | None:
         """None for the thread runner; a missing `ray` extra or a bad request fails the run in one line."""
         from mimo_core.errors import ConfigError
+        from mimo_core.settings import CodeLocationSettings
 
-        runner = self.runner or os.environ.get("MIMOAGENT_RUNNER", "") or "thread"
+        settings = CodeLocationSettings.read()
+        runner = self.runner or settings.runner or "thread"
         if runner == "thread":
             return None
         if runner != "ray":
@@ -35,6 +36,6 @@ class BatchRunner(ConfigurableResource):
         from mimo_core.ray_runner.options import RayOptions, parse_resources, require_ray
 
         require_ray()
-        text = self.ray_resources or os.environ.get("MIMOAGENT_RAY_RESOURCES", "")
+        text = self.ray_resources or settings.ray_resources
         extra = {"resources": parse_resources(text, "batch_runner.ray_resources")} if text else {}
         return RayOptions(address=self.ray_address, **extra)

@@ -12,7 +12,11 @@ from typing import Any, Self
 
 from dagster import ConfigurableResource, EnvVar
 
-VARIABLES = {"model_name": "MIMOAGENT_MODEL_NAME", "base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"}
+from mimo_core.settings import CodeLocationSettings
+
+# The model's name is ours (docs/settings.md); the endpoint and key are the OpenAI SDK's own variables.
+VARIABLES = {"model_name": CodeLocationSettings.variable("model_name"), "base_url": "OPENAI_BASE_URL",
+             "api_key": "OPENAI_API_KEY"}
 
 
 class ModelEndpoint(ConfigurableResource):

@@ -11,14 +11,19 @@ from pathlib import Path
 
 from dagster import ConfigurableResource
 
-DEFAULT_ROOT = "~/.mimoagent/outputs"
+from mimo_core.settings import CodeLocationSettings
+
+ROOT_ENV = CodeLocationSettings.variable("output_root")
+DEFAULT_ROOT = str(CodeLocationSettings.model_fields["output_root"].default)
 
 
 class OutputStore(ConfigurableResource):
-    root_env: str = "MIMOAGENT_OUTPUT_ROOT"
+    root_env: str = ROOT_ENV  # a deployment may name another variable
 
     @property
     def root(self) -> Path:
+        if self.root_env == ROOT_ENV:
+            return Path(CodeLocationSettings.read().output_root).expanduser().resolve()
         return Path(os.environ.get(self.root_env) or DEFAULT_ROOT).expanduser().resolve()
 
     def run_dir(self, run_id: str) -> Path:

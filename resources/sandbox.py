@@ -8,7 +8,9 @@ from typing import Any, Self
 
 from dagster import ConfigurableResource, EnvVar
 
-VARIABLES = {"environment_class": "MIMOAGENT_ENVIRONMENT_CLASS", "image_prefix": "MIMOAGENT_IMAGE_PREFIX"}
+from mimo_core.settings import CodeLocationSettings
+
+VARIABLES = {field: CodeLocationSettings.variable(field) for field in ("environment_class", "image_prefix")}
 
 
 class SandboxBackend(ConfigurableResource):

@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
+from testkit.scripted_llm import ScriptedLLM, call, turns
 from tests.host_needs import unavailable
+
+# The container backends' fixtures (dockerd, docker_client, make_docker_env, k8s, make_k8s_env), for
+# every folder: the backend contract suite, the CLI-agent and Ray tests use them beside tests/docker.
+pytest_plugins = ["tests.backend_fixtures"]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import pytest
 
-from mimo_core.testing.host_packages import ensure_apt
+from testkit.host_packages import ensure_apt
 
 
 def in_ci() -> bool:

@@ -2,15 +2,23 @@
 
 Each asset takes the results table as its input (loaded by the tables IO manager), publishes its table
 as markdown metadata (rendered in the UI) and writes it beside the results table; the pass-rate plot is
-embedded in the metadata and saved as a PNG.
+embedded in the metadata and saved as a PNG. Every table is keyed by dataset, kind of run and config
+(analysis/stats.py); each asset's metadata names the runs (`runs`) and the number of rollouts
+(`rollouts`) it was computed from.
 """
 
 
 import json
+from pathlib import Path
 
 import polars as pl
-from dagster import MaterializeResult, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
+from pydantic import Field
 
+from mimo_assets.analysis import ab, stats
+from mimo_assets.analysis.designs import design_cells, designs
+from mimo_assets.analysis.plots import pass_rate_png, trend_inline_md, trend_png, write_png
+from mimo_assets.analysis.table import SCHEMA, frame, row
 from mimo_assets.asset_keys import (
     AB_COMPARISON,
     ANALYTICS_GROUP,
@@ -22,72 +30,123 @@ from mimo_assets.asset_keys import (
     USAGE_BY_CONFIG,
 )
 from mimo_assets.assets.results import NIGHTS_DIR
-from mimo_assets.helpers import ab, stats
-from mimo_assets.helpers.events import CODE_VERSION
-from mimo_assets.helpers.plots import pass_rate_png, trend_inline_md, trend_png, write_png
-from mimo_assets.helpers.table import SCHEMA
+from mimo_assets.cell_result import graded_records
+from mimo_assets.eventlog.events import CODE_VERSION
+from mimo_core.results import ResultsStore
 from resources import OutputStore
 
 
-def _publish(store: OutputStore, name: str, df: pl.DataFrame, **extra: object) -> MaterializeResult:
+def _computed_from(df: pl.DataFrame) -> dict[str, object]:
+    """What an analytics asset was computed from: the runs and the number of rollouts."""
+    runs = sorted(r for r in df["run_id"].unique().to_list() if r) if "run_id" in df.columns else []
+    return {"runs": MetadataValue.json(runs), "rollouts": df.height}
+
+
+def _publish(
+    store: OutputStore, name: str, df: pl.DataFrame, source: pl.DataFrame, **extra: object,
+) -> MaterializeResult:
     path = store.tables_dir() / f"{name}.parquet"
     df.write_parquet(path)
     return MaterializeResult(metadata={"table": MetadataValue.md(stats.to_markdown(df)),
-                                       "path": MetadataValue.path(str(path)), "rows": df.height, **extra})
+                                       "path": MetadataValue.path(str(path)), "rows": df.height,
+                                       **_computed_from(source), **extra})
 
 
 @asset(key=PASS_RATES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
 def pass_rates(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
-    """Pass rate per config with a 95% Wilson interval, and the plot."""
-    df = stats.pass_rate_by_config(results_table)
+    """Pass rate per dataset, kind of run (rollout, oracle, gold recalc, regrade) and config, with a 95 %
+    Wilson interval, and the plot."""
+    df = stats.pass_rates(results_table)
     png = output_store.tables_dir() / "pass_rate_by_config.png"
     md = write_png(pass_rate_png(df), png) if df.height else "_no graded rollouts yet_"
-    return _publish(output_store, "pass_rates", df, plot=MetadataValue.md(md), plot_path=MetadataValue.path(str(png)))
+    return _publish(output_store, "pass_rates", df, stats.scored(results_table), plot=MetadataValue.md(md),
+                    plot_path=MetadataValue.path(str(png)))
 
 
 @asset(key=PASS_AT_K, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
 def pass_at_k(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
-    """Unbiased pass@k per config for k up to the rollouts every instance has."""
-    return _publish(output_store, "pass_at_k", stats.pass_at_k_by_config(results_table))
+    """Unbiased pass@k per dataset, kind of run and config, for k up to the rollouts every instance has."""
+    return _publish(output_store, "pass_at_k", stats.pass_at_k_table(results_table), stats.scored(results_table))
+
+
+class AbConfig(Config):
+    """Comparisons across runs are made only when asked: by default each designed A/B is compared alone."""
+
+    across_runs: list[str] = Field(default_factory=list, description="config pairs `A,B` to compare over every "
+                                   "run's current results too (per dataset and kind; labelled 'across runs')")
 
 
 @asset(key=AB_COMPARISON, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
-def ab_comparison(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
-    """Every pair of configs, B − A with a 95% interval right for the design: paired (every config on
-    every instance) with the flipped instances, or unpaired (random assignment) with Newcombe's interval."""
-    pairs = ab.all_pairs(results_table)
-    return _publish(output_store, "ab_comparison", ab.pairs_frame(pairs),
+def ab_comparison(
+    context: AssetExecutionContext, config: AbConfig, results_table: pl.DataFrame, output_store: OutputStore,
+) -> MaterializeResult:
+    """Each A/B a run designed (a run with several configs: one per instance at random with its seed, or
+    paired), B − A by config name with that design's 95 % interval, on exactly that run's cells: paired
+    with the flipped instances, or unpaired (random assignment) with Newcombe's interval. Across runs
+    only when asked (`across_runs`), labelled so."""
+    pairs, sources = [], []
+    for design in designs(context.instance):
+        cells = design_cells(context.instance, design)
+        if not cells:
+            continue
+        frame = _cells_frame(cells, design.dataset)
+        pairs += ab.designed(design, frame)
+        sources.append(frame)
+    asked = [tuple(p.split(",", 1)) for p in config.across_runs]
+    bad = [p for p in asked if len(p) != 2 or not all(x.strip() for x in p)]
+    if bad:
+        raise ValueError(f"ab_comparison: across_runs entries must be `A,B` (two config names), got {bad}")
+    if asked:
+        pairs += ab.across_runs(results_table, [(a.strip(), b.strip()) for a, b in asked])
+        sources.append(results_table)
+    source = pl.concat([stats.scored(f) for f in sources], how="vertical_relaxed") if sources else results_table
+    return _publish(output_store, "ab_comparison", ab.pairs_frame(pairs), source,
                     pairs=MetadataValue.json(json.loads(json.dumps(pairs))))
+
+
+def _cells_frame(cells: dict[tuple[str, str], Path], dataset: str) -> pl.DataFrame:
+    """The records of a design's cells, each from the folder its graded materialization names."""
+    by_dir: dict[Path, list[tuple[str, str]]] = {}
+    for cell, run_dir in cells.items():
+        by_dir.setdefault(run_dir, []).append(cell)
+    rows = []
+    for run_dir, part in by_dir.items():
+        records = ResultsStore(run_dir).load()
+        rows += [row(r, run_dir, dataset=dataset) for i, c in part for r in graded_records(records, i, c)]
+    return frame(rows)
 
 
 @asset(
     code_version=CODE_VERSION, key=USAGE_BY_CONFIG, group_name=ANALYTICS_GROUP, kinds={"polars"})
 def usage_by_config(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
-    """Cost, tokens, steps and duration per config."""
-    return _publish(output_store, "usage_by_config", stats.usage_by_config(results_table))
+    """Cost, tokens, steps and duration per dataset, kind of run and config."""
+    return _publish(output_store, "usage_by_config", stats.usage(results_table), results_table)
 
 
 @asset(key=EXIT_STATUSES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
 def exit_statuses(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
-    """How rollouts ended, per config."""
-    return _publish(output_store, "exit_statuses", stats.exit_statuses_by_config(results_table))
+    """How rollouts ended, per dataset, kind of run and config."""
+    return _publish(output_store, "exit_statuses", stats.exit_statuses(results_table), results_table)
 
 
 @asset(
     code_version=CODE_VERSION, key=PASS_RATE_TREND, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
 def pass_rate_trend(output_store: OutputStore) -> MaterializeResult:
-    """Pass rate per config per night (every night's table), as a table and a plot: `trend` is shown on
-    the asset's page as it is (a small SVG of the latest nights), `plot` is the full PNG. The latest
-    night's rate of each config is also numeric metadata, which the Plots tab charts across refreshes."""
+    """Pass rate per night, dataset, kind of run and config (every night's table), as a table and a plot:
+    `trend` is shown on the asset's page as it is (a small SVG of the latest nights), `plot` is the full
+    PNG. The latest night's rate of each is also numeric metadata (`pass_rate/<dataset>/<kind>/<config>`),
+    which the Plots tab charts across refreshes."""
     folder = output_store.tables_dir() / NIGHTS_DIR
     files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
     frames = [pl.read_parquet(f) for f in files]
-    df = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame(schema=SCHEMA)
+    df = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(schema=SCHEMA)
     trend = stats.pass_rate_by_night(df)
     png = output_store.tables_dir() / "pass_rate_trend.png"
     md = write_png(trend_png(trend), png) if trend.height else "_no graded rollouts yet_"
     latest = trend.filter(pl.col("night") == trend["night"].max()) if trend.height else trend
-    numbers = {f"pass_rate/{r['config_name']}": float(r["pass_rate"]) for r in latest.iter_rows(named=True)}
+    numbers = {f"pass_rate/{r['dataset']}/{r['run_kind']}/{r['config_name']}": float(r["pass_rate"])
+               for r in latest.iter_rows(named=True)}
     inline = trend_inline_md(trend) if trend.height else "_no graded rollouts yet_"
-    return _publish(output_store, "pass_rate_trend", trend, trend=MetadataValue.md(inline), plot=MetadataValue.md(md),
-                    plot_path=MetadataValue.path(str(png)), nights=trend["night"].n_unique(), **numbers)
+    return _publish(output_store, "pass_rate_trend", trend, stats.scored(df), trend=MetadataValue.md(inline),
+                    plot=MetadataValue.md(md), plot_path=MetadataValue.path(str(png)),
+                    nights=trend["night"].n_unique(), **numbers)

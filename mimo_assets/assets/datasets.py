@@ -1,7 +1,6 @@
 """dataset rows → converted JSONL, and the registered config files: the inputs of every rollout."""
 
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,9 +8,10 @@ from dagster import AssetExecutionContext, AssetMaterialization, AssetSpec, Conf
 from pydantic import Field
 
 from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL, DATASET_ROWS, INPUTS_GROUP
-from mimo_assets.helpers.events import run_tags
-from mimo_assets.helpers.inputs import config_events, dataset_events, registered_configs, yaml_files
+from mimo_assets.eventlog.events import run_tags
+from mimo_assets.inputs import config_events, dataset_events, registered_configs, yaml_files
 from mimo_assets.partitions import dataset_name, register_planned
+from mimo_core.settings import CodeLocationSettings
 from resources import OutputStore
 
 
@@ -39,7 +39,7 @@ def load_dataset(
 ) -> Iterator[AssetMaterialization]:
     from mimo_core.datasets.loader import load_tasks
 
-    source = config.source or os.environ.get("MIMOAGENT_DATASET", "")
+    source = config.source or CodeLocationSettings.read().dataset
     if not source:
         raise ValueError("load_dataset: set `source` in the run config or $MIMOAGENT_DATASET")
     registered = registered_configs(context.instance)
@@ -70,6 +70,6 @@ class ConfigFilesConfig(Config):
 def config_files(context: AssetExecutionContext, config: ConfigFilesConfig) -> Iterator[AssetMaterialization]:
     """Every registered config file (name → path). Registering plans nothing: a config becomes partitions
     when a run plans it, or when `load_dataset` is given it in `plan_configs`."""
-    paths = list(config.paths) + yaml_files(config.directory or os.environ.get("MIMOAGENT_CONFIG_DIR", ""))
+    paths = list(config.paths) + yaml_files(config.directory or CodeLocationSettings.read().config_dir)
     paths += [p for p in registered_configs(context.instance).values() if Path(p).exists()]
     yield from config_events(context.instance, list(dict.fromkeys(paths)), run_tags(), force=True)

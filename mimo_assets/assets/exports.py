@@ -11,14 +11,15 @@ from pathlib import Path
 from dagster import AssetExecutionContext, AssetKey, AssetsDefinition, Config, MaterializeResult, MetadataValue, asset
 from pydantic import Field
 
+from mimo_assets.analysis.table import graded_by_night
 from mimo_assets.asset_keys import ATIF_EXPORT, EXPORTS_GROUP, GRADED_RESULTS, RL_EXPORT, SFT_EXPORT
-from mimo_assets.helpers.events import CODE_VERSION
-from mimo_assets.helpers.table import graded_by_night
+from mimo_assets.eventlog.events import CODE_VERSION
 from mimo_core.exports.source import ExportFilter, RolloutRef, select_latest
-from mimo_core.exports.write import write_export
+from mimo_core.exports.write import EmptyExport, write_export
 from resources import OutputStore
 
 SHOW_SKIPPED = 20
+EXPORT_PREFERENCE = ("gold", "regrade", "agent")  # of a cell's results in one night, the last of these wins
 
 
 class ExportConfig(Config):
@@ -33,8 +34,10 @@ class ExportConfig(Config):
 def _export(fmt: str, context: AssetExecutionContext, config: ExportConfig, store: OutputStore) -> MaterializeResult:
     latest: dict[str, dict[tuple[str, str], Path]] = {}  # dataset → (instance, config) → run folder
     for _night, parts in sorted(graded_by_night(context.instance).items()):
-        for (dataset, instance_id, config_name), run_dir in parts.items():
-            latest.setdefault(dataset, {})[(instance_id, config_name)] = run_dir  # a later night wins
+        # a later night wins; within a night an agent's run (it has the trajectory) over a regrade or gold recalc
+        for (dataset, instance_id, config_name, _source), run_dir in sorted(
+                parts.items(), key=lambda item: EXPORT_PREFERENCE.index(item[0][3])):
+            latest.setdefault(dataset, {})[(instance_id, config_name)] = run_dir
     flt = ExportFilter(statuses=config.statuses, min_reward=config.min_reward, max_reward=config.max_reward,
                        configs=config.configs)
     dest = store.root / "exports" / fmt
@@ -44,7 +47,12 @@ def _export(fmt: str, context: AssetExecutionContext, config: ExportConfig, stor
         found, bad = select_latest(latest[dataset], flt)
         refs += found
         unreadable.update(bad)
-    report = write_export(fmt, refs, dest, unreadable)
+    try:
+        report = write_export(fmt, refs, dest, unreadable)
+    except EmptyExport as e:  # no row: no file, the report (and this metadata) say why
+        if e.report is None:
+            raise
+        report = e.report
     skipped = "\n".join(f"- `{s.rollout}`: {s.reason}" for s in report.skipped[:SHOW_SKIPPED]) or "none"
     return MaterializeResult(metadata={
         "path": MetadataValue.path(report.path), "report": MetadataValue.path(str(dest / f"{fmt}_report.json")),

@@ -7,10 +7,10 @@ import os
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
+from mimo_assets.analysis.stats import to_markdown
+from mimo_assets.analysis.table import SCHEMA, collect_night, graded_by_night
 from mimo_assets.asset_keys import ANALYTICS_GROUP, GRADED_RESULTS, RESULTS_TABLE
-from mimo_assets.helpers.events import CODE_VERSION
-from mimo_assets.helpers.stats import to_markdown
-from mimo_assets.helpers.table import SCHEMA, collect_night, graded_by_night
+from mimo_assets.eventlog.events import CODE_VERSION
 from resources import OutputStore
 
 TABLES_IO_MANAGER = "tables_io_manager"
@@ -47,9 +47,13 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
         "nights": MetadataValue.json({n: str(folder / f"{n}.parquet") for n in sorted(nights)}),
         "path": MetadataValue.path(str(path)),
         "rows": df.height,
-        "partitions": df.select("instance_id", "config_name").unique().height,
+        "rollouts": df.height,
+        "partitions": df.select("dataset", "instance_id", "config_name").unique().height,
         "runs": sorted(df["run_id"].unique().to_list()),
+        "datasets": sorted(df["dataset"].unique().to_list()),
+        "run_kinds": sorted(df["run_kind"].unique().to_list()),
         "configs": sorted(df["config_name"].unique().to_list()),
         "preview": MetadataValue.md(to_markdown(df.select(
-            "instance_id", "config_name", "rollout_index", "exit_status", "reward", "steps", "cost").head(20))),
+            "dataset", "run_kind", "instance_id", "config_name", "rollout_index", "exit_status", "reward", "steps",
+            "cost").head(20))),
     })

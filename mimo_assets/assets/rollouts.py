@@ -10,14 +10,12 @@ backfill's (or chunk's) partitions as the selection.
 """
 
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from dagster import (
     AssetExecutionContext,
     AssetMaterialization,
-    AssetRecordsFilter,
     AssetSpec,
     BackfillPolicy,
     Config,
@@ -32,30 +30,35 @@ from mimo_assets.asset_keys import (
     ROLLOUTS,
     ROLLOUTS_GROUP,
 )
-from mimo_assets.helpers.batching import emit_all
-from mimo_assets.helpers.engine import Event, materializations, run_in_thread
-from mimo_assets.helpers.events import CODE_VERSION, run_tags
-from mimo_assets.helpers.inputs import converted_files, load_converted, registered_configs, upstream
+from mimo_assets.cell_result import latest_materialization
+from mimo_assets.eventlog.batching import emit_all
+from mimo_assets.eventlog.events import CODE_VERSION, Kept, run_tags
+from mimo_assets.eventlog.stream import Event, materializations, run_in_thread
+from mimo_assets.inputs import converted_files, load_converted, registered_configs, upstream
 from mimo_assets.partitions import partition_key, rollout_partitions, split_key
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import Task
+from mimo_core.errors import ConfigError
 from mimo_core.plan import RunRequest, Selection, plan_run
+from mimo_core.rollout import GT, RolloutJob
+from mimo_core.settings import CodeLocationSettings, parse_partitions_per_run
 from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
-PARTITIONS_PER_RUN_ENV = "MIMOAGENT_BACKFILL_PARTITIONS_PER_RUN"
-DEFAULT_PARTITIONS_PER_RUN = 100
+PARTITIONS_PER_RUN_ENV = CodeLocationSettings.variable("backfill_partitions_per_run")
+DEFAULT_PARTITIONS_PER_RUN = parse_partitions_per_run("")
 
 
 def backfill_policy(raw: str | None = None) -> BackfillPolicy:
     """Chunks of N partitions per backfill run, so a big backfill's runs can go in parallel; 0 = one run
-    per partition range (Dagster's single-run policy). Read when the code location loads."""
-    text = (os.environ.get(PARTITIONS_PER_RUN_ENV, "") if raw is None else raw).strip()
-    try:
-        n = int(text) if text else DEFAULT_PARTITIONS_PER_RUN
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise ValueError(f"{PARTITIONS_PER_RUN_ENV}={text!r}: expected a whole number of partitions (0 = single run)")
+    per partition range (Dagster's single-run policy). Read when the code location loads; `raw` instead
+    of $MIMOAGENT_BACKFILL_PARTITIONS_PER_RUN."""
+    if raw is None:
+        n = CodeLocationSettings.read().backfill_partitions_per_run
+    else:
+        try:
+            n = parse_partitions_per_run(raw)
+        except ValueError as e:
+            raise ValueError(f"{PARTITIONS_PER_RUN_ENV}={raw.strip()!r}: {e}") from None
     return BackfillPolicy.multi_run(n) if n else BackfillPolicy.single_run()
 
 
@@ -78,7 +81,7 @@ def _tasks(dataset: str, instance_ids: set[str], store: OutputStore) -> tuple[Pa
 
 def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoint,
              sandbox: SandboxBackend) -> dict[str, NamedConfig]:
-    from mimo_core.config import load_config
+    from mimo_core.config_checks import load_checked_config
 
     paths = registered_configs(context.instance)
     missing = names - paths.keys()
@@ -86,24 +89,59 @@ def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoi
         raise ValueError(f"config(s) {sorted(missing)} of these partitions have no registered file: "
                          "materialize config_files")
     overrides = [o for o in (model.overrides(), sandbox.overrides()) if o]
-    return {n: load_config(paths[n], overrides) for n in names}
+    return {n: load_checked_config(paths[n], overrides) for n in names}
+
+
+def _nothing_to_regrade(context: AssetExecutionContext, pk: str) -> str:
+    """Why a partition without a rollouts materialization has nothing to regrade, in a user's words."""
+    graded = latest_materialization(context.instance, GRADED_RESULTS, pk)
+    if graded is not None and "recalc" in graded.metadata and graded.metadata["recalc"].value == GT:
+        return "its only graded result is a recalc of the reference solution (--recalc-input gt): no saved submission"
+    if graded is not None:
+        return "its graded result came from a regrade, and no rollout of it was ever recorded"
+    return "no rollout of it finished (never run, or only infrastructure errors)"
 
 
 def _regrade_sources(
     context: AssetExecutionContext, dataset: str, keys: list[tuple[str, str]],
-) -> dict[Path, list[tuple[str, str]]]:
-    """Where each partition's latest rollouts were saved (the run folder its materialization names)."""
+) -> tuple[dict[Path, list[tuple[str, str]]], dict[tuple[str, str], str]]:
+    """Where each partition's latest rollouts were saved (the run folder its materialization names), and
+    the partitions with nothing to regrade, with why."""
     sources: dict[Path, list[tuple[str, str]]] = {}
+    skipped: dict[tuple[str, str], str] = {}
     for instance_id, config_name in keys:
         pk = str(partition_key(dataset, instance_id, config_name))
-        result = context.instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=ROLLOUTS, asset_partitions=[pk]), limit=1,
-        )
-        if not result.records or result.records[0].asset_materialization is None:
-            raise ValueError(f"{instance_id} [{config_name}]: no rollouts materialization to regrade")
-        source = Path(str(result.records[0].asset_materialization.metadata["output_dir"].value))
-        sources.setdefault(source, []).append((instance_id, config_name))
-    return sources
+        mat = latest_materialization(context.instance, ROLLOUTS, pk)
+        if mat is None or "output_dir" not in mat.metadata:
+            skipped[(instance_id, config_name)] = _nothing_to_regrade(context, pk)
+            continue
+        sources.setdefault(Path(str(mat.metadata["output_dir"].value)), []).append((instance_id, config_name))
+    return sources, skipped
+
+
+def _regrade_jobs(
+    context: AssetExecutionContext, dataset: str, request: RunRequest, rows: list[Task], named: list[NamedConfig],
+) -> list[RolloutJob]:
+    """Regrade the saved submissions of the selected partitions, grouped by the run folder that holds them.
+    A partition with nothing to regrade is skipped with a warning naming it and why, never a traceback:
+    the rest of the backfill goes on."""
+    pairs = request.selection.partitions or []
+    sources, skipped = _regrade_sources(context, dataset, pairs)
+    jobs: list[RolloutJob] = []
+    for source, part in sources.items():
+        try:
+            regrade = request.model_copy(update={"recalc": str(source), "selection": Selection(partitions=part)})
+            found = plan_run(regrade, rows, named).jobs
+        except ConfigError as e:
+            skipped.update({cell: str(e) for cell in part})
+            continue
+        have = {(j.task.instance_id, j.config.name) for j in found}
+        skipped.update({cell: f"no finished rollout of it in {source} (only infrastructure errors, or its files are "
+                              "gone)" for cell in part if cell not in have})
+        jobs += found
+    for (instance_id, config_name), why in skipped.items():
+        context.log.warning(f"regrade of {partition_key(dataset, instance_id, config_name)} skipped: {why}")
+    return jobs
 
 
 @multi_asset(
@@ -137,7 +175,7 @@ def rollouts(
     run_dir = output_store.run_dir(context.run.run_id)
     inputs = upstream(context.instance)
 
-    def events() -> Iterator[list[Event]]:
+    def events() -> Iterator[list[Event | Kept]]:
         for dataset, pairs in sorted(by_dataset.items()):  # one folder per dataset: ids may repeat across them
             output = run_dir if len(by_dataset) == 1 else run_dir / dataset
             path, tasks = _tasks(dataset, {i for i, _ in pairs}, output_store)
@@ -145,11 +183,8 @@ def rollouts(
                                  configs=[c.path for c in configs.values()], num_rollouts=config.num_rollouts,
                                  output_dir=output, run_id=context.run.run_id)
             rows, named = list(tasks.values()), list(configs.values())
-            if graded_only:  # regrade the saved submissions, grouped by the run folder that holds them
-                jobs = [job for source, part in _regrade_sources(context, dataset, pairs).items()
-                        for job in plan_run(request.model_copy(update={"recalc": str(source),
-                                                                      "selection": Selection(partitions=part)}),
-                                            rows, named).jobs]
+            if graded_only:
+                jobs = _regrade_jobs(context, dataset, request, rows, named)
             else:
                 jobs = plan_run(request, rows, named).jobs
             context.log.info(f"{dataset}: {len(jobs)} rollouts over {len(pairs)} partitions, "
@@ -159,6 +194,7 @@ def rollouts(
                 [j.key for j in jobs], output,
                 inputs, run_tags(), graded_only=graded_only, log=context.log,
                 always_judge=JUDGE_SCORES in context.selected_asset_keys,
+                dagster_planned=tuple(sorted(context.selected_asset_keys, key=str)),
             )
 
     yield from emit_all(context, events())

@@ -1,2 +1,2 @@
-"""Recording a `mimoagent` CLI run into Dagster: the observer plug-in, the recorder kept warm between runs,
-the feed between."""
+"""Recording a `mimoagent` CLI run into Dagster: the observer plug-in and the registry entry it leaves,
+the ingestion that records finished runs (the `cli_run` job, its sensor), and the opt-in live recorder."""

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from mimo_assets.cli_recording.address import recorder_name, socket_address
+from mimo_assets.cli_recording.address import recorder_name, socket_address, token_line
 from mimo_assets.cli_recording.recorder import HELLO, LOG_NAME
 
 START_S = 60.0  # a recorder starting on a loaded machine: Python and the socket, not Dagster (imported later)
@@ -42,7 +42,7 @@ class RecorderLink:
 
     @classmethod
     def open(cls) -> RecorderLink:
-        from mimo_assets.helpers.home import dagster_home
+        from mimo_assets.instance.home import dagster_home
 
         try:
             home = dagster_home()
@@ -51,9 +51,15 @@ class RecorderLink:
         log = home / LOG_NAME
         name = recorder_name(home)
         address = socket_address(name)
+        try:
+            proof = token_line(home)
+        except OSError as e:
+            raise RecordingError(f"no recorder token in {home}: {e}") from e
         sock = _connect(address)
         if sock is not None:
-            return cls(sock, log, started=None)
+            link = cls(sock, log, started=None)
+            link.send(proof)
+            return link
         with open(log, "a") as out:  # a file, not a pipe: a chatty recorder can never block on it
             proc = subprocess.Popen(
                 [sys.executable, "-m", "mimo_assets.cli_recording.recorder", name], stdin=subprocess.DEVNULL,
@@ -67,7 +73,9 @@ class RecorderLink:
                 raise RecordingError(f"the recorder did not listen within {START_S:g} s (log: {log})")
             time.sleep(0.01)
         # (its exit status 0: another CLI's recorder bound the name first, and serves this run too)
-        return cls(sock, log, started=proc.pid if proc.poll() is None else None)
+        link = cls(sock, log, started=proc.pid if proc.poll() is None else None)
+        link.send(proof)
+        return link
 
     def send(self, line: str) -> None:
         self.sock.sendall(line.encode() + b"\n")

@@ -4,13 +4,19 @@ Its own process, so `import dagster` and the event-log writes never take the CLI
 threads; kept warm between CLI runs, so a run does not pay Dagster's start-up (~1.5 s of CPU: the imports,
 the instance) again. It listens on the abstract unix socket `<name>` (address.py). Each connection is one
 CLI run, recorded by one in-process `evaluate` run in a fork of this process (two CLI runs at once are two
-Dagster runs side by side). Protocol, one line each way:
+Dagster runs side by side). Live recording is opt-in (MIMOAGENT_DAGSTER_LIVE=1): by default Dagster
+records a CLI run after it ends (ingest.py). Protocol, one line each way:
 
     recorder -> CLI   `mimoagent-recorder <pid>` on accept
-    CLI -> recorder   a RecordingHeader (the RunRequest and the planned rollouts), then one ResultRecord per
-                      finished rollout, then END_OF_RUN; the end of input ends the run (without END_OF_RUN
-                      the CLI died: the run fails after recording what it finished)
+    CLI -> recorder   `mimoagent-token <the home's token>` (address.token: a wrong or missing token gets
+                      `error unauthorized` and nothing is read), a RecordingHeader (the RunRequest and the
+                      planned rollouts), then one ResultRecord per finished rollout, then END_OF_RUN; the end
+                      of input ends the run (without END_OF_RUN the CLI died: the run fails after recording
+                      what it finished)
     recorder -> CLI   `ok` when recorded, else `error <message>`
+
+While it records a run it holds the run's registry entry (registry.claimed), so the ingestion never
+records the same run, and it removes the entry once recorded.
 
 With no run in progress for $MIMOAGENT_DAGSTER_RECORDER_IDLE seconds (120 by default; 0 = as soon as its
 run is recorded) it exits. Its output goes to `mimoagent-recorder.log` in the Dagster home.
@@ -28,7 +34,7 @@ import threading
 import time
 from typing import IO, TYPE_CHECKING
 
-from mimo_assets.cli_recording.address import idle_seconds, socket_address
+from mimo_assets.cli_recording.address import idle_seconds, socket_address, token, valid_token_line
 
 if TYPE_CHECKING:
     from mimo_assets.cli_recording.feed import Feed
@@ -37,18 +43,15 @@ HELLO = "mimoagent-recorder"
 LOG_NAME = "mimoagent-recorder.log"
 # Bookkeeping yields the CPU to the rollouts: on a busy machine it records in their idle moments and
 # catches up after the last one, instead of slowing every rollout (and the user's wait) down.
-NICE_ENV = "MIMOAGENT_DAGSTER_NICE"
-DEFAULT_NICENESS = 10
 FIRST_CONNECTION_S = 30.0  # a recorder nobody connects to (its CLI died while starting it) gives up
+AUTH_S = 10.0  # a connection must prove itself within this
 
 
 def niceness() -> int:
-    raw = os.environ.get(NICE_ENV, "").strip()
-    try:
-        return int(raw) if raw else DEFAULT_NICENESS
-    except ValueError:
-        _say(f"{NICE_ENV}={raw!r} is not an integer: recording at niceness {DEFAULT_NICENESS}")
-        return DEFAULT_NICENESS
+    """$MIMOAGENT_DAGSTER_NICE (default 10; a value that is not an integer: 10)."""
+    from mimo_core.settings import RecordingSettings
+
+    return RecordingSettings.read().recorder_nice
 
 
 def _say(message: str) -> None:
@@ -76,9 +79,10 @@ class Recorder:
     imported once, yet runs stay apart (Dagster's per-run logging set-up deadlocks two runs in threads of
     one process) and run side by side."""
 
-    def __init__(self, sock: socket.socket, idle: float):
+    def __init__(self, sock: socket.socket, idle: float, secret: str):
         self.sock = sock
         self.idle = idle
+        self.secret = secret
         self.children: set[int] = set()
         self.served = 0
         self.last = time.monotonic()
@@ -86,8 +90,8 @@ class Recorder:
     def warm_up(self) -> None:
         """Import what recording a run needs and open (then close) the instance once, before any fork."""
         try:
-            from mimo_assets.cli_recording.record import execute_feed  # noqa: F401
-            from mimo_assets.helpers.home import get_instance
+            from mimo_assets.cli_recording.execute import execute_feed  # noqa: F401
+            from mimo_assets.instance.home import get_instance
 
             with get_instance():
                 pass
@@ -114,7 +118,7 @@ class Recorder:
                 code = 1
                 try:
                     self.sock.close()
-                    code = _record(conn)
+                    code = _record(conn, self.secret)
                 finally:
                     sys.stdout.flush()
                     os._exit(code)
@@ -146,11 +150,11 @@ def _same_user(conn: socket.socket) -> bool:
     return uid == os.getuid()
 
 
-def _record(conn: socket.socket) -> int:
+def _record(conn: socket.socket, secret: str) -> int:
     """Record one CLI run from its connection; the exit status of its process."""
     reply = "ok"
     try:
-        conn.settimeout(None)
+        conn.settimeout(AUTH_S)
         try:
             conn.sendall(f"{HELLO} {os.getpid()}\n".encode())
         except OSError:  # the CLI sent its whole run and left (MIMOAGENT_DAGSTER_WAIT): the run is still here
@@ -158,18 +162,33 @@ def _record(conn: socket.socket) -> int:
         from mimo_assets.cli_recording.feed import Feed, RecordingHeader
 
         reader = conn.makefile("r", encoding="utf-8", newline="\n")
+        if not valid_token_line(reader.readline(200), secret):
+            _say("a connection without the home's token: refused")
+            reply = "error unauthorized"
+            return 1
+        conn.settimeout(None)
         feed = Feed(RecordingHeader.model_validate_json(reader.readline()))
         threading.Thread(target=_pump, args=(reader, feed), name="mimo-record-input", daemon=True).start()
-        from mimo_assets.cli_recording.record import execute_feed
-        from mimo_assets.helpers.home import get_instance
+        from mimo_assets.cli_recording import registry
+        from mimo_assets.cli_recording.execute import execute_feed
+        from mimo_assets.instance.home import dagster_home, get_instance
 
         req = feed.header.request
-        _say(f"recording run {req.run_id} ({feed.n_planned} planned rollouts, {req.output_dir})")
-        with get_instance() as instance:
-            error = execute_feed(feed, instance)
-        _say(f"run {req.run_id}: {error or 'recorded'}")
-        if error:
-            reply = "error " + " ".join(error.split())
+        path = registry.entry_path(dagster_home(), req.run_id)
+        with registry.claimed(path, wait=True) as entry:
+            if entry is None:  # recorded meanwhile by the ingestion (or it never had an entry)
+                _say(f"run {req.run_id}: already recorded from its registry entry")
+                for _ in feed:
+                    pass
+                return 0
+            _say(f"recording run {req.run_id} ({feed.n_planned} planned rollouts, {req.output_dir})")
+            with get_instance() as instance:
+                error = execute_feed(feed, instance, entry.date)
+            _say(f"run {req.run_id}: {error or 'recorded'}")
+            if error:
+                reply = "error " + " ".join(error.split())
+            else:
+                registry.done(path)
     except Exception as e:  # a header that does not parse, a storage that does not open
         reply = f"error {type(e).__name__}: {' '.join(str(e).split())}"
         _say(reply)
@@ -190,8 +209,11 @@ def main(argv: list[str]) -> int:
     except OSError:  # another CLI started this recorder a moment before us: it serves both
         return 0
     sock.listen(64)  # first, at full priority: the CLI that started us waits for this (not for Dagster)
+    from mimo_assets.instance.home import dagster_home
+
+    secret = token(dagster_home())
     os.nice(niceness())
-    recorder = Recorder(sock, idle_seconds())
+    recorder = Recorder(sock, idle_seconds(), secret)
     recorder.warm_up()
     _say(f"listening (idle timeout {idle_seconds():g} s)")
     recorder.serve()

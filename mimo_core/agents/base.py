@@ -10,9 +10,8 @@ from pydantic import BaseModel, Field
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
 from mimo_core.messages import Message, ToolSchema
-from mimo_core.models.base import Usage
+from mimo_core.models.base import CallRecord, Usage
 from mimo_core.status import ExitStatus
-from mimo_core.trajectory import CallRecord
 
 
 class AgentResult(BaseModel):
@@ -35,6 +34,10 @@ class AgentContext(Protocol):
         self, step: int, request: dict[str, Any], response: dict[str, Any], request_json: str | None = None
     ) -> None:
         """`request_json`, when given, is `request` already encoded: written as is, not encoded again."""
+        ...
+
+    def note_tool_call(self, step: int, tool: str, arguments: str, output: str) -> None:
+        """Every tool call the agent ran and its observation (containment detection, mimo_core/containment)."""
         ...
 
 

@@ -12,16 +12,16 @@ import time
 from typing import Any
 
 from mimo_core.agents.base import AgentContext, AgentResult
+from mimo_core.agents.stop import stopped_status
 from mimo_core.agents.templates import prompt_cwd, render
 from mimo_core.config import AgentConfig
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
-from mimo_core.errors import ModelError, SandboxError
+from mimo_core.errors import ModelError, ModelInterrupted, SandboxError
 from mimo_core.messages import Message, ToolCall
-from mimo_core.models.base import Model, Usage
+from mimo_core.models.base import CallRecord, Model, Usage
 from mimo_core.status import ExitStatus
 from mimo_core.tools.base import Tool, ToolError
-from mimo_core.trajectory import CallRecord
 
 NO_TOOL_CALL = (
     "Your reply had no tool call. Act by calling one of the tools; call `submit` when the task is done."
@@ -64,9 +64,7 @@ class DefaultAgent:
             return ExitStatus.COST_LIMIT
         if c.time_limit and time.monotonic() - state.started >= c.time_limit:
             return ExitStatus.TIME_LIMIT
-        if self.cancel is not None and self.cancel.is_set():
-            return ExitStatus.INTERRUPTED
-        return None
+        return stopped_status(self.cancel)
 
     def _loop(
         self, messages: list[Message], env: Environment, ctx: AgentContext, state: _LoopState
@@ -79,7 +77,7 @@ class DefaultAgent:
             except ModelError as e:
                 if e.request is not None:  # the failing call is evidence too: saved like any other
                     ctx.record_call(state.steps + 1, e.request, e.response or {}, e.request_json)
-                return e.status, f"{type(e).__name__}: {e}"
+                return self._model_failure(e, state)
             state.steps += 1
             state.add(resp)
             ctx.record_call(state.steps, resp.request, resp.response, resp.request_json)
@@ -93,11 +91,24 @@ class DefaultAgent:
                 try:
                     submitted = self._run_calls(msg.tool_calls, messages, env, ctx, state)
                 except SandboxError as e:
-                    return e.status, str(e)
+                    return stopped_status(self.cancel) or e.status, str(e)
                 if submitted:
                     return ExitStatus.SUBMITTED, None
             if state.format_errors > self.config.max_format_errors:
                 return ExitStatus.FORMAT_ERRORS, f"{state.format_errors} consecutive malformed replies"
+
+    def _model_failure(self, e: ModelError, state: _LoopState) -> tuple[ExitStatus, str]:
+        """A model call that failed: a stop (the run's or the time limit's) says so; a refusal of the very
+        first request is `request_refused` (the agent never acted: not a 0 to score); else the error's own
+        status. The provider's message is in the text either way."""
+        if isinstance(e, ModelInterrupted):
+            status = stopped_status(self.cancel) or ExitStatus.INTERRUPTED
+            if status is ExitStatus.TIME_LIMIT:
+                return status, f"agent.time_limit {self.config.time_limit:g}s reached during a model call"
+            return status, f"{type(e).__name__}: {e}"
+        if state.steps == 0 and e.status in (ExitStatus.CONTEXT_WINDOW, ExitStatus.MODEL_BAD_REQUEST):
+            return ExitStatus.REQUEST_REFUSED, f"the endpoint refused the first request ({e.status.value}): {e}"
+        return e.status, f"{type(e).__name__}: {e}"
 
     def _run_calls(
         self, calls: list[ToolCall], messages: list[Message], env: Environment, ctx: AgentContext,
@@ -111,6 +122,9 @@ class DefaultAgent:
             malformed |= bad
             submitted |= done
             ctx.log(f"  {call.name} -> {output[:200]!r}")
+            note = getattr(ctx, "note_tool_call", None)  # (a context of your own may not watch)
+            if note is not None:
+                note(state.steps, call.name, call.arguments, output)
             messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=output))
         state.format_errors = state.format_errors + 1 if malformed else 0
         return submitted

@@ -6,7 +6,7 @@ import atexit
 import threading
 
 from mimo_core.agents.base import Agent
-from mimo_core.agents.cli import CLI_AGENTS
+from mimo_core.agents.blackbox import CLI_AGENTS
 from mimo_core.config import MAIN_AGENT_TYPES, MimoConfig, ModelConfig
 from mimo_core.datasets.base import DatasetType
 from mimo_core.errors import ConfigError
@@ -33,8 +33,10 @@ def shared_model(config: ModelConfig) -> Model:
 def sandbox_mounts(config: MimoConfig) -> dict[str, str]:
     """Host folders the agent wants inside its sandbox (read-only): a CLI agent's install cache, so a
     container runs the install in place instead of getting a copy per rollout."""
-    if config.agent.type in CLI_AGENTS and config.environment.environment_class != "local":
-        from mimo_core.agents.cli.placement import cache_mount
+    from mimo_core.environments.registry import capabilities
+
+    if config.agent.type in CLI_AGENTS and not capabilities(config.environment).host_files:
+        from mimo_core.agents.blackbox.placement import cache_mount
 
         return cache_mount()
     return {}
@@ -55,7 +57,7 @@ def make_agent(
 
         return OracleAgent(dataset_type)
     if kind in CLI_AGENTS:
-        from mimo_core.agents.cli.runner import make_cli_agent
+        from mimo_core.agents.blackbox.runner import make_cli_agent
 
-        return make_cli_agent(kind, config.agent, config.model)
+        return make_cli_agent(kind, config.agent, config.model, cancel=cancel)
     raise ConfigError(f"agent.type: unknown agent type {kind!r}; known: {list(MAIN_AGENT_TYPES)}")

@@ -1,6 +1,8 @@
-"""The rubric judge: the default agent's loop, with read-only tools and its own model, run in the final
-environment before the dataset's verifier. It scores each rubric in `task.rubric.rubrics` and submits
-its verdict as JSON; its trajectory is saved in the rollout's `judge/` folder."""
+"""The rubric judge: the default agent's loop, with tools that cannot write and its own model, run on the
+final state after the dataset's verifier graded it (so nothing the judge does can change the grade). It
+scores each rubric in `task.rubric.rubrics` and submits its verdict as JSON; its trajectory is saved in
+the rollout's `judge/` folder. Where the backend offers a read-only view of the final state (bwrap), the
+judge also has a bash over it; elsewhere it reads files, with the agent's diff in its prompt."""
 
 from __future__ import annotations
 
@@ -30,28 +32,32 @@ from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
 JUDGE_SYSTEM = (
     "You are a strict reviewer judging another agent's work. The repository at {{cwd}} holds its final "
-    "state. Inspect it with the tools (read files, run read-only commands such as `git diff` or the tests); "
-    "do not modify anything. Then call `submit` once with your verdict."
+    "state, read-only. Inspect it with the tools. Then call `submit` once with your verdict."
 )
 JUDGE_INSTANCE = (
     "The task the agent was given:\n\n{{task}}\n\n"
+    "The agent's changes (its diff):\n\n{{submission}}\n\n"
     "Score the agent's work against each rubric:\n\n{{rubrics}}\n\n{{verdict_format}}"
 )
+SUBMISSION_CHARS = 20000  # the diff in the judge's prompt, shortened in the middle beyond this
 _DEFAULTS = AgentConfig()
 
 
 class JudgeAgent(DefaultAgent):
     """The default loop with the rubric and the verdict format added to the template variables."""
 
-    def __init__(self, items: list[RubricItem], *args, **kwargs):
+    def __init__(self, items: list[RubricItem], *args, submission: str = "", **kwargs):
         super().__init__(*args, **kwargs)
         self.items = items
+        self.submission = submission
 
     def initial_messages(self, task: Task, env: Environment) -> list[Message]:
         from mimo_core.agents.templates import render
+        from mimo_core.tools.truncate import truncate_middle
 
+        diff = truncate_middle(self.submission, SUBMISSION_CHARS) if self.submission else "(no changes)"
         variables = {**task.template_vars(), "cwd": prompt_cwd(env), "rubrics": rubric_block(self.items),
-                     "verdict_format": VERDICT_FORMAT}
+                     "verdict_format": VERDICT_FORMAT, "submission": diff}
         return [
             Message(role="system", content=render(self.config.system_template, variables,
                                                   "environment.judge_agent.agent.system_template")),
@@ -89,7 +95,7 @@ def _verdict(messages: list[Message]) -> str | None:
 
 def run_judge(
     config: JudgeAgentConfig, task: Task, env: Environment, out_dir: Path, run_id: str = "",
-    config_name: str = "", rollout_index: int = 0,
+    config_name: str = "", rollout_index: int = 0, shell: bool = False, submission: str = "",
 ) -> JudgeResult:
     """Score the rubrics; the judge's own trajectory is written in the same schema as the agent's."""
     from mimo_core.agents.factory import shared_model
@@ -99,7 +105,7 @@ def run_judge(
     items = rubric_items(task.rubric.rubrics if task.rubric else [])
     agent_cfg = judge_agent_config(config.agent)
     model = shared_model(config.model)
-    agent = JudgeAgent(items, agent_cfg, model, read_only_tools())
+    agent = JudgeAgent(items, agent_cfg, model, read_only_tools(shell=shell), submission=submission)
     rec = RolloutFiles(out_dir)
     started, t0 = datetime.now(UTC), time.monotonic()
     try:

@@ -14,7 +14,8 @@ from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
 from mimo_core.environments.base import Environment
 from mimo_core.grading.grade import Grade
-from mimo_core.grading.reward import tail
+from mimo_core.grading.reward import quiesce, tail
+from mimo_core.values import Seconds
 
 CRASH_MARKERS = ("ERROR: AddressSanitizer", "ERROR: MemorySanitizer", "ERROR: UndefinedBehaviorSanitizer",
                  "runtime error:", "ERROR: libFuzzer", "Segmentation fault", "SUMMARY: AddressSanitizer")
@@ -23,8 +24,8 @@ CRASH_MARKERS = ("ERROR: AddressSanitizer", "ERROR: MemorySanitizer", "ERROR: Un
 class ArvoTask(RepoTask):
     build_cmd: str = "arvo compile"
     poc_cmd: str = "arvo"
-    build_timeout: float = 3600.0
-    poc_timeout: float = 600.0
+    build_timeout: Seconds = 3600.0
+    poc_timeout: Seconds = 600.0
     crash_type: str | None = None
     LEGACY_GOLD_FIELDS: ClassVar[tuple[str, ...]] = ("fix",)  # ARVO's name for the fixing patch
 
@@ -56,6 +57,7 @@ class ArvoDatasetType(RepoDatasetType):
     def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
         assert isinstance(task, ArvoTask)
         pm = self.paths(env, task)
+        quiesce(env)
         if task.test_files:
             self.write_files(env, task, task.test_files, "/tests")
         build = run(env, pm.text(task.build_cmd), cwd=env.spec.cwd, timeout=task.build_timeout,
@@ -63,6 +65,7 @@ class ArvoDatasetType(RepoDatasetType):
         details: dict[str, Any] = {"build_ok": build.returncode == 0, "build_output_tail": tail(build.output)}
         if build.returncode != 0:
             return Grade(reward=0.0, details={**details, "reward": 0.0, "crashed": None})
+        quiesce(env)  # nothing the (agent-written) build started may run beside the proof of concept
         poc = run(env, pm.text(task.poc_cmd), cwd=env.spec.cwd, timeout=task.poc_timeout, extra_env=pm.env_vars())
         crash = crashed(poc.returncode, poc.output)
         reward = 0.0 if crash else 1.0

@@ -20,6 +20,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from mimo_core.datasets.git import BASE_REF, GIT, GIT_ENV
+from mimo_core.stopping import copy_tree, run_stoppable
+
 _lock = threading.Lock()
 _key_locks: dict[str, threading.Lock] = {}
 _prepared: dict[str, Path | None] = {}
@@ -31,7 +34,7 @@ def _cache_root() -> Path:
     next run's sweep, not in the temp dir for good."""
     global _root
     if _root is None:
-        from mimo_core.environments.local_cleanup import process_scratch
+        from mimo_core.environments.local.cleanup import process_scratch
 
         _root = process_scratch() / "base-repos"
         _root.mkdir(exist_ok=True)
@@ -53,28 +56,27 @@ def _key(task: Any) -> str | None:
 
 def _git_env() -> dict[str, str]:
     """Hermetic: the host user's git configuration never shapes the base commit."""
-    from mimo_core.datasets.repo_dataset import GIT_ENV
-
     return {**os.environ, **GIT_ENV, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 
 
 def _build(task: Any, dest: Path) -> bool:
     """Files, then the repository with its base commit and ref; False when this task cannot use it."""
-    from mimo_core.datasets.repo_dataset import BASE_REF, GIT
-
     if task.repo_archive:
         dest.mkdir()
         archive = dest.with_suffix(".tar.gz")
         archive.write_bytes(base64.b64decode(task.repo_archive))
         try:
-            subprocess.run(["tar", "-xzf", str(archive), "-C", str(dest)], check=True, capture_output=True)
+            res = run_stoppable(["tar", "-xzf", str(archive), "-C", str(dest)], "the repository unpacking")
+            if res.returncode != 0:
+                return False  # the sandbox path reports the bad archive with its own message
         finally:
             archive.unlink()
     else:
         src = task.resolve(task.repo_dir)
         if not src.is_dir():
             return False  # the sandbox path reports the missing folder with its own message
-        shutil.copytree(src, dest, symlinks=True)
+        dest.mkdir()
+        copy_tree(src, dest)
     if (dest / ".git").exists():
         return False  # a repository already: the sandbox records its HEAD as the base
     # Objects and refs packed, empty folders gone: each copy writes a handful of files whatever the repo's size.
@@ -83,7 +85,7 @@ def _build(task: Any, dest: Path) -> bool:
               f"{git} update-ref {BASE_REF} HEAD && {git} repack -a -d -q -n && {git} pack-refs --all && "
               "rm -rf .git/COMMIT_EDITMSG .git/info && find .git -mindepth 1 -type d -empty -delete && "
               "mkdir -p .git/refs")
-    res = subprocess.run(["sh", "-c", script], cwd=dest, env=_git_env(), capture_output=True)
+    res = run_stoppable(["sh", "-c", script], "the base commit of the repository", cwd=dest, env=_git_env())
     return res.returncode == 0
 
 

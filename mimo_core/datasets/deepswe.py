@@ -12,40 +12,43 @@ import re
 import shlex
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from mimo_core.datasets.base import EnvFactory, Task
+from mimo_core.datasets.git import GIT, GIT_ENV
 from mimo_core.datasets.paths import TASK_CWD_LABEL
-from mimo_core.datasets.repo_dataset import GIT, GIT_ENV, RepoDatasetType, RepoTask, run
+from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
 from mimo_core.datasets.requirements import grading_problem
 from mimo_core.environments.base import Environment
 from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
-from mimo_core.grading.reward import apply_failed_grade, read_reward, tail
+from mimo_core.grading.reward import apply_failed_grade, quiesce, read_reward, tail
+from mimo_core.strict_model import NumbersAreNumbers
+from mimo_core.values import Cpus, MegaBytes, Seconds
 
 DEFAULT_PATCH_ARTIFACT = "/logs/artifacts/model.patch"
 # git's words for a revision it does not have: the hook's `<base>` is not in this repository
 _MISSING_REVISION = re.compile(r"unknown revision|bad revision|bad object|invalid object name|not a valid object")
 
 
-class CollectHook(BaseModel):
+class CollectHook(NumbersAreNumbers):
     command: str
-    timeout_sec: float = 300.0
+    timeout_sec: Seconds = 300.0
 
 
 class DeepSWETask(RepoTask):
     verifier_mode: Literal["shared", "separate"] = "shared"
     verifier_command: str = "bash /tests/test.sh"
-    verifier_timeout_sec: float = 1800.0
+    verifier_timeout_sec: Seconds = 1800.0
     verifier_network: bool = False
     verifier_env: dict[str, str] = Field(default_factory=dict)
-    verifier_cpus: float | None = None
-    verifier_memory_mb: int | None = None
-    verifier_build_timeout_sec: float | None = None
+    verifier_cpus: Cpus | None = None
+    verifier_memory_mb: MegaBytes | None = None
+    verifier_build_timeout_sec: Seconds | None = None
     verifier_applies_patch: bool | None = None  # None: yes if a test file mentions the patch artifact
-    agent_timeout_sec: float | None = None  # Harbor [agent].timeout_sec: the agent's wall-clock limit
-    build_timeout_sec: float | None = None  # Harbor [environment].build_timeout_sec
+    agent_timeout_sec: Seconds | None = None  # Harbor [agent].timeout_sec: the agent's wall-clock limit
+    build_timeout_sec: Seconds | None = None  # Harbor [environment].build_timeout_sec
     # Files the verifier needs that the task folder lacks (set by the converter): grading is a
     # grading_error naming them, without running anything
     verifier_files_missing: list[str] = Field(default_factory=list)
@@ -167,6 +170,7 @@ class DeepSWEDatasetType(RepoDatasetType):
     def _verify(self, env: Environment, task: DeepSWETask) -> Grade:
         pm = self.paths(env, task)
         verifier_dir = pm.path("/logs/verifier")
+        quiesce(env)  # the collect hooks ran git on the agent's repository: nothing of that keeps running
         env.execute(f"mkdir -p {shlex.quote(verifier_dir)} && rm -f {shlex.quote(verifier_dir)}/reward.*")
         self.write_files(env, task, task.test_files, "/tests")
         res = run(env, pm.text(task.verifier_command), cwd=env.spec.cwd, timeout=task.verifier_timeout_sec,

@@ -10,12 +10,13 @@ from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask
 from mimo_core.environments.base import Environment
 from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
-from mimo_core.grading.reward import read_reward, tail
+from mimo_core.grading.reward import quiesce, read_reward, tail
+from mimo_core.values import Seconds
 
 
 class GenericTask(RepoTask):
     eval_script: str | None = None  # bash, run in cwd; writes /logs/verifier/reward.json or reward.txt
-    eval_timeout: float = 600.0
+    eval_timeout: Seconds = 600.0
     reward_dir: str = "/logs/verifier"
 
 
@@ -30,6 +31,7 @@ class GenericDatasetType(RepoDatasetType):
             return Grade(details={"graded": False, "reason": "the row has no eval_script"})
         pm = self.paths(env, task)
         reward_dir = pm.path(task.reward_dir)
+        quiesce(env)
         env.execute(f"rm -f '{reward_dir}/reward.json' '{reward_dir}/reward.txt'; mkdir -p '{reward_dir}'")
         if task.test_files:
             self.write_files(env, task, task.test_files, "/tests")

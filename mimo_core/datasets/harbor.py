@@ -15,15 +15,16 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from mimo_core.errors import DatasetError
+from mimo_core.strict_model import NumbersAreNumbers
 
 NO_NETWORK = {"no-network", "none", "no_network", "disabled"}
 REPO_SEED_DIR = "repo"  # environment/repo/: the starting files, embedded for backends without the image
 
 
-class _Open(BaseModel):
+class _Open(NumbersAreNumbers):
     model_config = ConfigDict(extra="allow")
 
 
@@ -116,8 +117,11 @@ def tar_folder(folder: Path) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-# `/tests/x`, `$TESTS_DIR/x` or `${TESTS_DIR}/x` (a relative `tests/x` is usually the repository's own)
-_TESTS_REF = re.compile(r"(?:(?<![\w.\-])/tests/|\$\{?TESTS_DIR\}?/)([\w.\-/]*[\w\-])")
+# `/tests/x`, `$TESTS_DIR/x` or `${TESTS_DIR}/x` as a whole word of a command: it starts the word (after
+# a space, a quote, `=`, `(`, ...) and ends it. A relative `tests/x` is usually the repository's own, and
+# a glob that merely contains `/tests/` (vitest's `--exclude="**/tests/new/**"`) names no file at all.
+_TESTS_REF = re.compile(r"(?:(?<![^\s\"'=(:;|&<>`,])/tests/|\$\{?TESTS_DIR\}?/)"
+                        r"([\w.\-/]*[\w\-])(?![\w.\-/*?\[{])")
 VERIFIER_ENTRY = "test.sh"
 # DeepSWE's layout (see its README): the grader reads the f2p/p2p ids from config.json beside it
 IMPLIED = {"grader.py": "config.json"}

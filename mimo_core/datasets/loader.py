@@ -15,17 +15,24 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mimo_core.bounded import MAX_ROW_BYTES, TooBig, check_depth, load_json, read_lines
 from mimo_core.datasets.base import Task
 from mimo_core.datasets.registry import get_dataset_type, infer_type
 from mimo_core.errors import ConfigError, DatasetError
+from mimo_core.strict_model import dotted, problem_text
 
 MAX_REPORTED = 50
+MAX_ROW_DEPTH = 100  # nesting of one row's JSON (test files maps, metadata): far beyond any real row
 
 
 def _read_jsonl(path: Path, errors: list[str]) -> list[tuple[int, Any]]:
     rows: list[tuple[int, Any]] = []
     with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in read_lines(fh, MAX_ROW_BYTES):
+            if raw is None:
+                errors.append(f"{path}: row {number}: longer than {MAX_ROW_BYTES >> 20} MiB (the file is not read "
+                              "further)")
+                break
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -35,16 +42,22 @@ def _read_jsonl(path: Path, errors: list[str]) -> list[tuple[int, Any]]:
             if not line.strip():
                 continue
             try:
-                rows.append((number, json.loads(line)))
+                rows.append((number, load_json(line, MAX_ROW_DEPTH)))
             except json.JSONDecodeError as e:
                 errors.append(f"{path}: row {number}: invalid JSON ({e.msg} at column {e.colno})")
+            except TooBig as e:
+                errors.append(f"{path}: row {number}: {e}")
     return rows
 
 
 def _read_parquet(path: Path) -> list[tuple[int, Any]]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return list(enumerate(pq.read_table(path).to_pylist(), start=1))
+    try:
+        return list(enumerate(pq.read_table(path).to_pylist(), start=1))
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise DatasetError(f"{path}: not a readable parquet file ({' '.join(str(e).split())[:300]})") from None
 
 
 def _pick_split(ds: Any, split: str | None, source: str) -> Any:
@@ -86,24 +99,42 @@ def read_rows(source: str, split: str | None = None) -> tuple[list[tuple[int, An
 
     errors: list[str] = []
     path = Path(source)
-    if path.is_file():
-        if path.suffix == ".parquet":
-            return _read_parquet(path), errors
-        return _read_jsonl(path, errors), errors
-    if path.is_dir():
-        if harbor.is_harbor_dir(path):
-            return list(enumerate(harbor.convert_dir(path), start=1)), errors
-        return _read_hf(source, split, local=True), errors
+    try:
+        if path.is_file():
+            _no_split(split, source, "a parquet file" if path.suffix == ".parquet" else "a JSONL file")
+            if path.suffix == ".parquet":
+                return _read_parquet(path), errors
+            return _read_jsonl(path, errors), errors
+        if path.is_dir():
+            if harbor.is_harbor_dir(path):
+                _no_split(split, source, "a folder of Harbor tasks")
+                return list(enumerate(harbor.convert_dir(path), start=1)), errors
+            return _read_hf(source, split, local=True), errors
+    except OSError as e:
+        raise DatasetError(f"{source}: cannot read it ({e.strerror or e})") from None
+    if path.exists():
+        raise DatasetError(f"{source}: not a regular file or a folder")
     if path.suffix in {".jsonl", ".json", ".parquet"} or source.startswith((".", "/")):
         raise DatasetError(f"{source}: dataset file not found")
     return _read_hf(source, split, local=False), errors
 
 
-def validate_row(raw: Any, source: str, number: int) -> Task:
-    """One row → its type's row model; a DatasetError names the file, the row and the field."""
+def _no_split(split: str | None, source: str, kind: str) -> None:
+    if split is not None:
+        raise ConfigError(f"--split {split}: {source} is {kind}, which has no splits (--split is for Hugging Face "
+                          "datasets)")
+
+
+def validate_row(raw: Any, source: str, number: int, origin: str | None = None) -> Task:
+    """One row → its type's row model; a DatasetError names the file, the row and the field. Relative
+    paths in it are relative to `origin` (default: `source`), the dataset the row was first read from."""
     where = f"{source}: row {number}"
     if not isinstance(raw, dict):
         raise DatasetError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+    try:
+        check_depth(raw, MAX_ROW_DEPTH)
+    except TooBig as e:
+        raise DatasetError(f"{where}: {e}") from None
     try:
         type_name = infer_type(raw)
     except DatasetError as e:
@@ -114,20 +145,40 @@ def validate_row(raw: Any, source: str, number: int) -> Task:
     except ValidationError as e:
         parts = []
         for err in e.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "<row>"
-            parts.append(f"{where}: field {field}: {err['msg']}")
+            field = dotted(err["loc"]) or "<row>"
+            parts.append(f"{where}: field {field}: {problem_text(err)}")
         raise DatasetError("; ".join(parts)) from None
-    task.source = source
+    task.source = origin or source
+    problem = _repo_dir_problem(task)
+    if problem:
+        raise DatasetError(f"{where}: field repo_dir: {problem}")
     return task
 
 
-def load_tasks(source: str, split: str | None = None) -> list[Task]:
+def _repo_dir_problem(task: Task) -> str | None:
+    """A row's starting files come from inside the dataset's own folder: `repo_dir: /` or `../../..`
+    would copy the host into every sandbox."""
+    repo_dir = getattr(task, "repo_dir", None)
+    if not repo_dir or not task.source:
+        return None
+    base = Path(task.source)
+    base = (base if base.is_dir() else base.parent).resolve()
+    try:
+        target = task.resolve(repo_dir).resolve()  # type: ignore[attr-defined]
+    except (OSError, RuntimeError, ValueError) as e:  # a link loop, a NUL byte
+        return f"{repo_dir!r} cannot be resolved ({e})"
+    if target != base and not target.is_relative_to(base):
+        return f"{repo_dir!r} lies outside the dataset's folder {base}; put the repository inside it"
+    return None
+
+
+def load_tasks(source: str, split: str | None = None, origin: str | None = None) -> list[Task]:
     rows, errors = read_rows(source, split)
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     for number, raw in rows:
         try:
-            task = validate_row(raw, source, number)
+            task = validate_row(raw, source, number, origin)
         except DatasetError as e:
             errors.append(str(e))
             continue

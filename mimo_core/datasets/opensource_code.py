@@ -11,12 +11,14 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from mimo_core.datasets.base import EnvFactory, Task
-from mimo_core.datasets.repo_dataset import BASE_REF, GIT, RepoDatasetType, RepoTask, run
+from mimo_core.datasets.git import BASE_REF, GIT
+from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
 from mimo_core.environments.base import Environment
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
-from mimo_core.grading.reward import tail
-from mimo_core.grading.testlog import parse_pytest, passed
+from mimo_core.grading.pytest_summary import parse_pytest, passed
+from mimo_core.grading.reward import quiesce, tail
+from mimo_core.values import Seconds
 
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/", re.M)
 
@@ -31,7 +33,7 @@ class OpenSourceCodeTask(RepoTask):
     # Run once with every test id appended and parse pytest -rA; with `{test}` in it, once per test
     # and the exit code decides (for suites that are not pytest).
     test_cmd: str = "python -m pytest -rA -p no:cacheprovider"
-    test_timeout: float = 1800.0
+    test_timeout: Seconds = 1800.0
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
     @classmethod
@@ -84,10 +86,12 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
 
     def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
         assert isinstance(task, OpenSourceCodeTask)
+        quiesce(env)
         ok, log = self._restore_tests(env, task)
         if not ok:
             return Grade(details={"test_patch_log": tail(log)}, infra_error="the row's test_patch does not apply")
         f2p, out1 = self._run_tests(env, task, task.FAIL_TO_PASS)
+        quiesce(env)  # what the first run left cannot change the second's outcome
         p2p, out2 = self._run_tests(env, task, task.PASS_TO_PASS)
         f2p_passed, p2p_passed = sum(f2p.values()), sum(p2p.values())
         if not f2p and not p2p:

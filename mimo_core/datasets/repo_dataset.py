@@ -17,19 +17,14 @@ from pydantic import Field, field_validator, model_validator
 
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.base_repo import prepared_base
+from mimo_core.datasets.git import BASE_REF, GIT, GIT_ENV
 from mimo_core.datasets.paths import TASK_CWD_LABEL, PathMap, path_map
 from mimo_core.environments.base import Environment, ExecResult, SandboxSpec
 from mimo_core.errors import DatasetError, SandboxError
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.reward import apply_failed_grade, tail
-
-BASE_REF = "refs/mimo/base"
-APPLY_FAILED_MARKER = "mimo-apply-failed.log"
-# Fixed identity and dates: the base commit's hash depends only on the tree, so runs are reproducible.
-GIT = ("git -c user.name=mimoagent -c user.email=mimoagent@localhost -c commit.gpgsign=false "
-       "-c safe.directory='*' -c core.hooksPath=/dev/null")
-GIT_ENV = {"GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+from mimo_core.values import Cpus, MegaBytes
 
 
 class RepoTask(Task):
@@ -47,8 +42,8 @@ class RepoTask(Task):
     setup_script: str | None = None  # bash, run in cwd after seeding
     gold_patch: str | None = None
     solution_script: str | None = None  # bash; used when there is no gold patch
-    cpus: float | None = None
-    memory_mb: int | None = None
+    cpus: Cpus | None = None
+    memory_mb: MegaBytes | None = None
     network: bool = True
     test_files: dict[str, Any] = Field(default_factory=dict)  # path → text, or {content, encoding: base64}
 
@@ -111,6 +106,7 @@ class RepoDatasetType:
 
     def __init__(self, collect: str = "strict") -> None:
         self.collect = collect  # grading.collect: only types with their own collect rules (deepswe) differ
+        self.apply_failed_log: str | None = None  # set when a submission did not apply: graded 0, apply_failed
 
     # --- sandbox ----------------------------------------------------------------------------------
     def task_cwd(self, task: Task) -> str:
@@ -205,6 +201,21 @@ class RepoDatasetType:
             run(env, f"mkdir -p {shlex.quote(dest.rsplit('/', 1)[0])}")
             env.write_file(dest, data, mode=0o755 if rel.endswith(".sh") else 0o644)
 
+    def prepare_grading(self, env: Environment, task: Task) -> list[str]:
+        """After `env.begin_grading()`: the task's verifier folders (/logs/verifier, /logs/artifacts,
+        /tests, /solution) are made anew, empty. Returns what the agent had put there (a container's real
+        /logs or /tests; on the local backend they live in the scratch folder, which is new anyway)."""
+        pm = self.paths(env, task)
+        roots = [pm.path(r) for r in ("/logs/verifier", "/logs/artifacts", "/tests", "/solution")]
+        quoted = " ".join(shlex.quote(r) for r in roots)
+        made = " ".join(shlex.quote(r) for r in roots[:2])
+        found = run(env, f"for d in {quoted}; do [ -L \"$d\" ] && echo \"$d\"; [ -d \"$d\" ] && "
+                         f"find \"$d\" -mindepth 1 -maxdepth 3 2>/dev/null | head -20; done; "
+                         f"rm -rf -- {quoted}; mkdir -p -- {made}", cwd=env.scratch_dir, timeout=120)
+        if found.returncode != 0:
+            raise SandboxError(f"could not make the verifier's folders anew: {tail(found.output, 500)}")
+        return [line for line in found.output.splitlines() if line.strip()][:20]
+
     # --- submissions ------------------------------------------------------------------------------
     def collect_submission(self, env: Environment, task: Task) -> str:
         cwd = env.spec.cwd
@@ -218,14 +229,10 @@ class RepoDatasetType:
         return getattr(task, "gold_patch", None) or None
 
     def apply_submission(self, env: Environment, task: Task, submission: str) -> tuple[bool, str]:
-        """Apply a saved submission; a failure is remembered in the sandbox, so `grade` reports
-        `apply_failed` whoever called it."""
+        """Apply a saved submission; a failure is remembered (this object lives as long as the rollout),
+        so `grade` reports `apply_failed` whoever called it."""
         ok, log = apply_patch(env, submission, env.spec.cwd)
-        marker = f"{env.scratch_dir}/{APPLY_FAILED_MARKER}"
-        if ok:
-            env.execute(f"rm -f {shlex.quote(marker)}")
-        else:
-            env.write_file(marker, log.encode())
+        self.apply_failed_log = None if ok else log
         return ok, log
 
     def apply_gold(self, env: Environment, task: Task) -> tuple[bool, str]:
@@ -243,9 +250,8 @@ class RepoDatasetType:
         return False, f"{task.instance_id}: the row has no reference solution (gold_patch or solution_script)"
 
     def grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
-        marker = f"{env.scratch_dir}/{APPLY_FAILED_MARKER}"
-        if run(env, f"test -f {shlex.quote(marker)}").returncode == 0:
-            return apply_failed_grade(env.read_file(marker).decode("utf-8", errors="replace"))
+        if self.apply_failed_log is not None:
+            return apply_failed_grade(self.apply_failed_log)
         return self._grade(env, task, submission, new_env)
 
     def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:

@@ -40,15 +40,36 @@ def needs_image(task: Task) -> str | None:
     return f"its image {image!r}" if image else f"the image built from {dockerfile}/Dockerfile"
 
 
+def cwd_problem(task: Task, env: EnvironmentConfig) -> str | None:
+    """A one-line error when the configured backend cannot give the row its working directory."""
+    from mimo_core.datasets.registry import get_dataset_type
+    from mimo_core.environments.registry import environment_class
+
+    check = getattr(environment_class(env.environment_class), "cwd_problem", None)
+    if check is None:
+        return None
+    key = "cwd" if task.cwd else "environment.cwd" if env.cwd else None
+    cwd = task.cwd or env.cwd or getattr(get_dataset_type(task.dataset_type), "default_cwd", None)
+    problem = check(env, cwd) if cwd else None
+    if problem is None:
+        return None
+    return f"row {task.instance_id}: {key + ' ' if key else ''}{cwd}: {problem}"
+
+
 def backend_problem(task: Task, env: EnvironmentConfig) -> str | None:
     """A one-line error when the row cannot run on the configured backend."""
-    if env.environment_class != "local" or env.run_image_tasks_on_host:
+    from mimo_core.environments.registry import capabilities
+
+    if (problem := cwd_problem(task, env)) is not None:
+        return problem
+    if env.run_image_tasks_on_host or capabilities(env).image_tasks:
         return None
     need = needs_image(task)
     if need is None:
         return None
-    return (f"row {task.instance_id} needs {need} (its repository and verifier live there); use "
-            f"environment_class: docker, or set {HOST_SWITCH} to run it on the host anyway")
+    return (f"row {task.instance_id} needs {need} (its repository and verifier live there), which "
+            f"environment_class {env.environment_class} cannot start; use environment_class: docker, or set "
+            f"{HOST_SWITCH} to run it on the host anyway")
 
 
 def grading_problem(task: Task) -> str | None:
@@ -72,10 +93,12 @@ def check_runnable(pairs: Iterable[tuple[Task, NamedConfig]]) -> None:
         if reason and task.instance_id not in ungradable:
             ungradable.add(task.instance_id)
             log.warning("row %s: %s; its rollouts are recorded as grading_error", task.instance_id, reason)
+    if len(problems) == 1:
+        raise ConfigError(next(iter(problems.values())))
     if problems:
         lines = list(problems.values())
         shown = lines[:20] + ([f"... and {len(lines) - 20} more"] if len(lines) > 20 else [])
-        raise ConfigError(f"{len(lines)} row(s) cannot run on the local environment:\n" + "\n".join(shown))
+        raise ConfigError(f"{len(lines)} row(s) cannot run on their backend:\n" + "\n".join(shown))
 
 
 def preflight(task: Task, config: MimoConfig) -> None:

@@ -3,15 +3,10 @@ runs on every backend (local, docker, kubernetes, ...)."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
-
-if TYPE_CHECKING:
-    from mimo_core.config import EnvironmentConfig
-
+from pydantic import BaseModel, ConfigDict, Field
 
 # The labels every sandbox carries (SandboxSpec.labels): what cleanup and names are derived from.
 LABEL_RUN_ID = "mimoagent.run_id"
@@ -38,6 +33,31 @@ class SandboxSpec(BaseModel):
     # Host folders shown read-only inside (host path -> sandbox path): shared installs such as the CLI
     # agents' cache. Backends that share the host's files, or cannot mount them, ignore it.
     mounts: dict[str, str] = Field(default_factory=dict)
+
+
+class Capabilities(BaseModel):
+    """What a backend can do with a given config: what callers ask instead of testing its name."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host_files: bool  # the sandbox's files are this host's: host folders need no mount to be seen
+    image_tasks: bool  # it starts a task's own image (docker image or Dockerfile)
+    confined: bool  # commands cannot reach the host's files, processes, sockets or loopback
+    network_isolation: bool  # a row without network gets none at all
+    host_mounts: bool  # it can show host folders read-only inside (SandboxSpec.mounts)
+
+
+REFUSED_TAG = "[refused by the sandbox]"  # in every refusal's message: what containment detection looks for
+
+
+class SandboxRefusal(PermissionError):
+    """A file method was asked for a path the sandbox does not expose (outside the rollout's folders or
+    the system folders it shows). Tools show it to the model; the rollout records the attempt."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why} {REFUSED_TAG}")
+        self.path = path
+        self.why = why
 
 
 class ExecResult(BaseModel):
@@ -77,6 +97,27 @@ class Environment(Protocol):
         ...
 
 
+class GradingSeam(Protocol):
+    """Optional, on top of `Environment`: what keeps a hostile agent away from its own grade.
+
+    `begin_grading` ends the agent's phase: every process it (or anything it started) left is killed,
+    and `scratch_dir` is a new folder the agent never had a handle on, so verifier files, reward files
+    and the collected patch live where no process of the agent could write. `end_processes` kills
+    whatever is running now (after the verifier, before its reward is read). `read_only_view` is a
+    sandbox over the same final state where nothing can be written (for a judge), or None.
+    """
+
+    def begin_grading(self) -> int:
+        """Kill every process of the agent; fresh scratch. Returns how many processes were still alive."""
+        ...
+
+    def end_processes(self) -> int:
+        """Kill every process now running in the sandbox; how many there were."""
+        ...
+
+    def read_only_view(self) -> Environment | None: ...
+
+
 class PersistentShells(Protocol):
     """Optional, on top of `Environment`: what a backend offers for the bash tool's long-lived shells.
 
@@ -93,24 +134,3 @@ class PersistentShells(Protocol):
     def interrupt(self) -> None:
         """Kill every running command of the sandbox now; callable from any thread (a stopping runner)."""
         ...
-
-
-_BACKENDS = {
-    "local": "mimo_core.environments.local:LocalEnvironment",
-    "docker": "mimo_core.environments.docker:DockerEnvironment",
-    "kubernetes": "mimo_core.environments.kubernetes:KubernetesEnvironment",
-}
-
-
-def environment_class(name: str) -> type:
-    """Import a backend lazily, so `local` users never pay for the docker or kubernetes clients."""
-    target = _BACKENDS.get(name, name if ":" in name else None)
-    if target is None:
-        raise ValueError(f"unknown environment_class {name!r}; known: {sorted(_BACKENDS)} or 'module:Class'")
-    module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)
-
-
-def make_environment(config: EnvironmentConfig, spec: SandboxSpec, **extra: Any) -> Environment:
-    cls = environment_class(config.environment_class)
-    return cls(spec=spec, config=config, **extra)

@@ -1,7 +1,9 @@
 """What a run does about sandboxes before it starts, and what `mimoagent cleanup` does.
 
-Before a run: remove the sandboxes (containers and local folders with their processes) of runners that
-died without cleaning up (SIGKILL, power loss), and say once if commands will run unconfined.
+Before a run: remove the sandboxes (containers, pods and local folders with their processes) of runners
+that died without cleaning up (SIGKILL, power loss), and say once if commands will run unconfined.
+Each backend says how (`sweep_stale`) and whether it confines (`capabilities`); nothing here tests a
+backend's name.
 """
 
 from __future__ import annotations
@@ -9,7 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from mimo_core.environments import local_cleanup
+from mimo_core.environments.local import cleanup as local_cleanup
+from mimo_core.environments.registry import capabilities, environment_class
 from mimo_core.errors import SandboxError
 
 UNCONFINED = (
@@ -24,43 +27,45 @@ def _envs(configs: list[Any]) -> list[Any]:
 
 
 def before_run(configs: list[Any], sweep: bool = True) -> None:
-    """Sweep stale sandboxes of the backends these configs use; warn once about `sandbox: none`. No sweep
-    (`sweep=False`) when the sandboxes live elsewhere: a Ray run's are on its nodes."""
-    envs = _envs(configs) if sweep else []
-    if any(e.environment_class == "docker" for e in envs):
-        from mimo_core.environments.docker_cleanup import cleanup
-
-        cleanup(stale_only=True)
-    kube = [e for e in envs if e.environment_class == "kubernetes"]
-    if kube:
-        from mimo_core.environments import k8s_cleanup
-        from mimo_core.environments.k8s_pods import KubernetesOptions
-
-        for opts in {KubernetesOptions.model_validate(e.backend_kwargs).model_dump_json(
-                include={"kubeconfig", "context", "namespace"}) for e in kube}:
-            k8s_cleanup.cleanup(stale_only=True, options=KubernetesOptions.model_validate_json(opts))
-    if sweep:  # the temp dir always: every backend's runs keep their host-side scratch there
-        local_cleanup.cleanup([*local_cleanup.roots_of(configs), local_cleanup.default_root()], stale_only=True)
-    if any(e.environment_class == "local" and e.sandbox == "none" for e in _envs(configs)):
+    """Sweep stale sandboxes of the backends these configs use; warn once about unconfined commands. No
+    sweep (`sweep=False`) when the sandboxes live elsewhere: a Ray run's are on its nodes."""
+    envs = _envs(configs)
+    if sweep:
+        by_class: dict[type, list[Any]] = {}
+        for env in envs:
+            by_class.setdefault(environment_class(env.environment_class), []).append(env)
+        for cls, group in by_class.items():
+            sweep_stale = getattr(cls, "sweep_stale", None)
+            if sweep_stale is not None:
+                sweep_stale(group)
+        # the temp dir always: every backend's runs keep their host-side scratch there
+        local_cleanup.cleanup([local_cleanup.default_root()], stale_only=True)
+    if any(not capabilities(e).confined for e in envs):
         import getpass
 
         print(UNCONFINED.format(user=getpass.getuser()), file=sys.stderr)
 
 
-def cleanup_all(run_id: str | None, stale_only: bool, roots: list[str], namespaces: list[str] | None = None) -> str:
+def cleanup_all(run_id: str | None, roots: list[str], namespaces: list[str] | None = None,
+                force: bool = False) -> tuple[str, list[str]]:
     """`mimoagent cleanup`: local sandboxes always; containers when a Docker engine answers; pods of the
-    kubeconfig's cluster (its context's namespace, or `namespaces`) when one is configured."""
-    local = local_cleanup.cleanup(roots or [local_cleanup.default_root()], run_id=run_id, stale_only=stale_only)
+    kubeconfig's cluster (its context's namespace, or `namespaces`) when one is configured. Sandboxes whose
+    runner lives (or, on another host, may live) are removed only with `force`: the summary, and a line
+    for each one left alone."""
+    stale = not force
+    live: list[str] = []
+    local = local_cleanup.cleanup(roots or [local_cleanup.default_root()], run_id=run_id, stale_only=stale, live=live)
     try:
-        from mimo_core.environments.docker_cleanup import cleanup
+        from mimo_core.environments.docker.cleanup import cleanup
 
-        containers = f"{cleanup(run_id=run_id, stale_only=stale_only)} container(s)"
+        containers = f"{cleanup(run_id=run_id, stale_only=stale, live=live)} container(s)"
     except (SandboxError, ImportError) as e:
         containers = f"no containers ({str(e).splitlines()[0][:200]})"
-    return f"removed {local} local sandbox(es), {containers} and {_pods(run_id, stale_only, namespaces or [None])}"
+    pods = _pods(run_id, stale, namespaces or [None], live)
+    return f"removed {local} local sandbox(es), {containers} and {pods}", live
 
 
-def _pods(run_id: str | None, stale_only: bool, namespaces: list[str | None]) -> str:
+def _pods(run_id: str | None, stale_only: bool, namespaces: list[str | None], live: list[str]) -> str:
     import os
     from pathlib import Path
 
@@ -68,10 +73,11 @@ def _pods(run_id: str | None, stale_only: bool, namespaces: list[str | None]) ->
             or Path("~/.kube/config").expanduser().exists()):
         return "no pods (no Kubernetes config)"
     try:
-        from mimo_core.environments import k8s_cleanup
-        from mimo_core.environments.k8s_pods import KubernetesOptions
+        from mimo_core.environments.kubernetes import cleanup as k8s_cleanup
+        from mimo_core.environments.kubernetes.pods import KubernetesOptions
 
-        n = sum(k8s_cleanup.cleanup(run_id, stale_only, KubernetesOptions(namespace=ns)) for ns in namespaces)
+        n = sum(k8s_cleanup.cleanup(run_id, stale_only, KubernetesOptions(namespace=ns), live=live)
+                for ns in namespaces)
     except (SandboxError, ImportError, ValueError) as e:
         return f"no pods ({str(e).splitlines()[0][:200]})"
     return f"{n} pod(s)"

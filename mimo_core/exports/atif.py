@@ -25,8 +25,9 @@ from mimo_core.exports.atif_models import (
 from mimo_core.exports.report import ExportReport
 from mimo_core.exports.source import RolloutRef
 from mimo_core.messages import Message, ToolCall
+from mimo_core.models.base import CallRecord
 from mimo_core.results import atomic_write_text
-from mimo_core.trajectory import CallRecord, Trajectory, read_trajectory
+from mimo_core.trajectory import Trajectory, read_trajectory
 
 FOLDER = "atif"
 
@@ -106,7 +107,7 @@ def to_atif(traj: Trajectory, ref: RolloutRef) -> AtifTrajectory:
     )
 
 
-def export_atif(refs: list[RolloutRef], dest: Path) -> ExportReport:
+def export_atif(refs: list[RolloutRef], dest: Path, flt: object = None) -> ExportReport:
     folder = dest / FOLDER
     report = ExportReport(format="atif", path=str(folder))
     written: set[Path] = set()

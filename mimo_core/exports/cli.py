@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mimo_core.cli import statuses_arg
+from mimo_core.cli_args import statuses_arg
 from mimo_core.exports.source import ExportFilter
 from mimo_core.exports.write import FORMATS, run_export
 
@@ -27,15 +27,17 @@ def build_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.Argume
     p.add_argument("--min-reward", type=float, default=None, help="keep rewards >= this (drops ungraded rollouts)")
     p.add_argument("--max-reward", type=float, default=None, help="keep rewards <= this (drops ungraded rollouts)")
     p.add_argument("--config", action="append", default=[], metavar="NAME", help="keep this config (repeatable)")
+    p.add_argument("--include-errors", action="store_true",
+                   help="sft: also export rollouts that ended in an error (left out by default, named in the report)")
     return p
 
 
 def main(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> int:
-    """Bad input (not an output folder, nothing in it, an unknown format) raises ConfigError or exits 2
-    through `parser_class.error`: the caller turns both into one line and exit code 2."""
+    """Bad input (not an output folder, nothing in it, an unknown format) and an export with no row raise
+    ConfigError or exit 2 through `parser_class.error`: the caller turns both into one line and exit 2."""
     args = build_parser(parser_class).parse_args(argv)
     flt = ExportFilter(statuses=args.status, min_reward=args.min_reward, max_reward=args.max_reward,
-                       configs=args.config)
+                       configs=args.config, include_errors=args.include_errors)
     dest = args.output or args.output_dirs[0] / "exports"
     report = run_export(args.format, args.output_dirs, dest, flt)
     print(report.summary())

@@ -31,6 +31,16 @@ class ExportReport(BaseModel):
         atomic_write_text(path, self.model_dump_json(indent=2) + "\n")
         return path
 
+    def reasons(self) -> str:
+        """The reasons rollouts were left out, counted (for a one-line message)."""
+        if not self.skipped:
+            return ""
+        counts: dict[str, int] = {}
+        for s in self.skipped:
+            key = s.reason.split(":", 1)[0][:120]
+            counts[key] = counts.get(key, 0) + 1
+        return " (" + "; ".join(f"{n}: {why}" for why, n in sorted(counts.items(), key=lambda kv: -kv[1])[:3]) + ")"
+
     def summary(self) -> str:
         head = f"{self.format}: {self.rollouts} rollouts, {self.rows} rows -> {self.path}"
         return head + (f"; {len(self.skipped)} rollouts left out (see {self.format}_report.json)"
@@ -46,5 +56,7 @@ def write_parquet(rows: list[dict[str, Any]], schema: dict[str, Any], path: Path
     # Column by column: several times faster than polars' row-dict builder on long token-id lists.
     df = pl.DataFrame({k: [r.get(k) for r in rows] for k in schema}, schema=schema)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if not rows:  # nothing to write: a 0-row file is what loaders choke on (write_export says why)
+        return
     df.write_parquet(tmp)
     os.replace(tmp, path)

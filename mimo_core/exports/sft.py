@@ -14,7 +14,8 @@ from typing import Any
 import polars as pl
 
 from mimo_core.exports.report import ExportReport, write_parquet
-from mimo_core.exports.source import ROLLOUT_COLUMNS, RolloutRef
+from mimo_core.exports.source import ROLLOUT_COLUMNS, ExportFilter, RolloutRef
+from mimo_core.status import UNGRADED_STATUSES, ExitStatus
 from mimo_core.trajectory import read_trajectory
 
 FILE = "sft.parquet"
@@ -25,6 +26,9 @@ MESSAGE = pl.Struct({
     "role": pl.String, "content": pl.String, "reasoning_content": pl.String, "tool_calls": pl.List(TOOL_CALL),
     "tool_call_id": pl.String, "name": pl.String,
 })
+# Rollouts that ended in an error are no training target by default: their last turns are the failure
+# (a CLI agent's synthetic "[API Error: 400 ...]" turn would become an assistant target).
+ERROR_STATUSES = UNGRADED_STATUSES | {ExitStatus.MODEL_BAD_REQUEST, ExitStatus.AGENT_ERROR}
 SCHEMA = {**ROLLOUT_COLUMNS, "messages": pl.List(MESSAGE), "tools": pl.String, "steps": pl.Int64, "cost": pl.Float64}
 
 
@@ -41,11 +45,18 @@ def sft_row(ref: RolloutRef) -> dict[str, Any]:
             "steps": traj.steps, "cost": traj.cost}
 
 
-def export_sft(refs: list[RolloutRef], dest: Path) -> ExportReport:
+def export_sft(refs: list[RolloutRef], dest: Path, flt: ExportFilter | None = None) -> ExportReport:
+    """Rollouts that ended in an error are left out (and listed) unless `include_errors` is set or the
+    status filter names their status."""
     path = dest / FILE
     report = ExportReport(format="sft", path=str(path))
+    flt = flt or ExportFilter()
     rows = []
     for ref in refs:
+        status = ref.record.exit_status
+        if status in ERROR_STATUSES and not flt.include_errors and status not in flt.statuses:
+            report.skip(ref.name, f"ended {status.value} (an error: --include-errors exports it)")
+            continue
         try:
             row = sft_row(ref)
         except ValueError as e:

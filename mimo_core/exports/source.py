@@ -32,6 +32,7 @@ class ExportFilter(BaseModel):
     min_reward: float | None = None
     max_reward: float | None = None
     configs: list[str] = Field(default_factory=list, description="keep only these config names")
+    include_errors: bool = Field(False, description="sft: also export rollouts that ended in an error")
 
     def keeps(self, rec: ResultRecord) -> bool:
         if self.statuses and rec.exit_status not in self.statuses:

@@ -2,7 +2,9 @@
 
 Each protocol builds its JSON body by hand and posts it through its SDK client's low-level `post()`:
 the SDKs' `create()` re-walks every message on every call (quadratic over a rollout), which is most of
-a peer framework's CPU per step. Auth, base URL, headers and timeouts still come from the official SDK.
+a peer framework's CPU per step. Auth, base URL and headers still come from the official SDK; its HTTP
+transport is ours (`call_limits.py`), so the request timeout bounds the whole response and a cancel
+closes the connection.
 """
 
 from __future__ import annotations
@@ -11,16 +13,19 @@ import json
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from mimo_core.config import ModelConfig, PricingConfig
 from mimo_core.errors import ModelError, ModelInterrupted
 from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.base import ModelResponse, Usage
 from mimo_core.models.body_text import BodyEncoder, WireLists
+from mimo_core.models.call_limits import bounded, bounded_client_kwargs
+from mimo_core.models.endpoint import host_of
 from mimo_core.models.interruptible import Cancelled, call_interruptibly
 from mimo_core.models.retry import UnusableReply, call_with_retry
 from mimo_core.models.secrets import client_secrets, scrub
+from mimo_core.models.tool_args import tool_choice_for
+from mimo_core.redaction import register
 
 # Keys that configure the SDK client rather than the request body (and never enter `request`).
 CLIENT_KEYS = frozenset({
@@ -31,20 +36,16 @@ CLIENT_KEYS = frozenset({
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def split_kwargs(cfg: ModelConfig) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split `model_kwargs` into SDK-client kwargs and request-body kwargs."""
+def split_kwargs(cfg: ModelConfig, sdk: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split `model_kwargs` into SDK-client kwargs and request-body kwargs. The client gets the bounded
+    HTTP transport (call_limits.py) unless the config brings its own `http_client`."""
     client = {k: v for k, v in cfg.model_kwargs.items() if k in CLIENT_KEYS}
     request = {k: v for k, v in cfg.model_kwargs.items() if k not in CLIENT_KEYS}
     client.setdefault("timeout", cfg.retry.timeout)
     client["max_retries"] = 0  # we retry ourselves, with our own policy and attempt count
+    if "http_client" not in client:
+        client.update(bounded_client_kwargs(sdk))
     return client, request
-
-
-def host_of(base_url: object) -> str:
-    """host[:port] of a base URL: what the trajectory records instead of the URL (which may carry secrets)."""
-    parts = urlsplit(str(base_url))
-    host = parts.hostname or ""
-    return f"{host}:{parts.port}" if parts.port else host
 
 
 def compute_cost(usage: Usage, pricing: PricingConfig | None) -> float:
@@ -73,6 +74,9 @@ class ProtocolModel:
             request_kwargs = dict(request_kwargs)
             cap = request_kwargs.pop("max_output_tokens")
             request_kwargs.setdefault(self.output_cap_key, cap)
+        if "tool_choice" in request_kwargs:
+            request_kwargs = {**request_kwargs,
+                              "tool_choice": tool_choice_for(self.protocol, request_kwargs["tool_choice"])}
         self.cfg = cfg
         self.name = cfg.model_name
         self.body_encoder = BodyEncoder()
@@ -81,6 +85,7 @@ class ProtocolModel:
         self.request_kwargs = request_kwargs
         self.endpoint_host = host_of(client.base_url)
         self.secrets = client_secrets(client)
+        register(self.secrets)  # every writer redacts them from now on
 
     def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:
         raise NotImplementedError
@@ -93,8 +98,10 @@ class ProtocolModel:
         """Why a 200 body is not a reply of this protocol (None: it is one)."""
         raise NotImplementedError
 
-    def _post(self, payload: bytes) -> Any:
-        return self.client.post(self.path, content=payload, cast_to=object)
+    def _post(self, payload: bytes, cancel: threading.Event | None = None) -> Any:
+        """The whole response within `retry.timeout`, and the connection closed at `cancel` (call_limits)."""
+        with bounded(self.cfg.retry.timeout, cancel):
+            return self.client.post(self.path, content=payload, cast_to=object)
 
     def _usable(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
@@ -111,7 +118,7 @@ class ProtocolModel:
         if cancel is None:
             return self._usable(self._post(payload))
         try:
-            return self._usable(call_interruptibly(lambda: self._post(payload), cancel))
+            return self._usable(call_interruptibly(lambda: self._post(payload, cancel), cancel))
         except Cancelled:
             raise ModelInterrupted(f"model {self.name}: interrupted during a call") from None
 

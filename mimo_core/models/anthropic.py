@@ -14,17 +14,9 @@ from mimo_core.config import ModelConfig
 from mimo_core.messages import Message, ToolCall, ToolSchema
 from mimo_core.models._common import ProtocolModel, as_int, split_kwargs
 from mimo_core.models.base import ModelResponse, Usage
+from mimo_core.models.tool_args import arguments_object
 
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; profiles usually set their own
-
-
-def _tool_input(arguments: str) -> Any:
-    """The `input` object of a replayed tool_use; malformed JSON is replayed as the raw text under `_raw`."""
-    try:
-        value = json.loads(arguments, strict=False) if arguments else {}
-    except json.JSONDecodeError:
-        return {"_raw": arguments}
-    return value if isinstance(value, dict) else {"_raw": arguments}
 
 
 def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
@@ -32,7 +24,7 @@ def _assistant_blocks(m: Message) -> list[dict[str, Any]]:
     if m.content:
         blocks.append({"type": "text", "text": m.content})
     for c in m.tool_calls or ():
-        blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _tool_input(c.arguments)})
+        blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": arguments_object(c.arguments)})
     return blocks
 
 
@@ -123,5 +115,5 @@ class AnthropicModel(ProtocolModel):
 def make_anthropic_model(cfg: ModelConfig) -> AnthropicModel:
     import anthropic
 
-    client_kwargs, request_kwargs = split_kwargs(cfg)
+    client_kwargs, request_kwargs = split_kwargs(cfg, anthropic)
     return AnthropicModel(cfg, anthropic.Anthropic(**client_kwargs), request_kwargs)

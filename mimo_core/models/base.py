@@ -21,6 +21,21 @@ class Usage(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
 
+class CallRecord(BaseModel):
+    """One model call, summarised, as traj.json keeps it; the full request and response are in
+    agent_msgs/steps.jsonl."""
+
+    step: int
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    cost: float = 0.0
+    attempts: int = 1
+    finish_reason: str | None = None
+    token_ids: list[int] | None = None
+    prompt_token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+
 class ModelResponse(BaseModel):
     """One model call: the assistant message plus everything a trainer or an accountant needs."""
 

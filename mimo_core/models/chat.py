@@ -1,7 +1,9 @@
-"""`protocol: chat` — OpenAI Chat Completions (OpenAI, vLLM, SGLang, gateways) through the `openai` SDK.
+"""`protocol: chat` — OpenAI Chat Completions (OpenAI, vLLM, SGLang, llama.cpp, gateways) through the
+`openai` SDK.
 
-Records vLLM's training extras when present: per-token `logprobs` (with `return_tokens_as_token_ids`
-the tokens read "token_id:123"), the choice's `token_ids` and the top-level `prompt_token_ids`.
+Records the training extras when present (token ids and logprobs, in each server family's spelling:
+`token_ids.py`). llama.cpp sends no prompt ids: with `return_token_ids` they are asked of the same server
+(its `/apply-template` with the same body, then `/tokenize`) and kept beside the response.
 """
 
 from __future__ import annotations
@@ -12,50 +14,20 @@ from mimo_core.config import ModelConfig
 from mimo_core.messages import Message, ToolCall, ToolSchema
 from mimo_core.models._common import ProtocolModel, as_int, split_kwargs
 from mimo_core.models.base import ModelResponse, Usage
+from mimo_core.models.token_ids import PROMPT_IDS_ERROR_KEY, PROMPT_IDS_KEY, TOKEN_ID_KWARGS, is_llama_cpp, token_fields
+from mimo_core.models.tool_args import canonical_arguments
 
 
 def message_to_chat(m: Message) -> dict[str, Any]:
     """Content is always a string: strict servers (llama-cpp-python's request models) reject the
-    `content: null` the spec allows beside tool calls, with an HTTP 500 on every later request."""
+    `content: null` the spec allows beside tool calls, with an HTTP 500 on every later request. Tool-call
+    arguments go back re-serialised (`tool_args.py`)."""
     out = m.to_openai(wire=True)
     if out["content"] is None:
         out["content"] = ""
+    for call in out.get("tool_calls") or ():
+        call["function"]["arguments"] = canonical_arguments(call["function"]["arguments"])
     return out
-
-
-def _token_ids_from_logprobs(entries: list[dict[str, Any]]) -> list[int] | None:
-    ids = []
-    for e in entries:
-        token = e.get("token")
-        if not isinstance(token, str) or not token.startswith("token_id:"):
-            return None
-        try:
-            ids.append(int(token[9:]))
-        except ValueError:
-            return None
-    return ids
-
-
-# `model.return_token_ids: true` sends these (model_kwargs win): vLLM's logprobs, tokens spelt "token_id:N",
-# and (vLLM >= 0.10.2) `prompt_token_ids` and the choice's `token_ids`.
-VLLM_TOKEN_KWARGS = {"logprobs": True, "return_tokens_as_token_ids": True, "return_token_ids": True}
-
-
-def token_fields(data: dict[str, Any]) -> tuple[list[int] | None, list[int] | None, list[float] | None]:
-    """vLLM's training extras of a chat reply: prompt token ids, completion token ids, completion logprobs
-    (each None when not sent). Also what the RL export reads from agent_msgs/."""
-    choice = (data.get("choices") or [{}])[0]
-    if not isinstance(choice, dict):
-        return None, None, None
-    token_ids = logprobs = None
-    entries = (choice.get("logprobs") or {}).get("content")
-    if entries:
-        logprobs = [float(e.get("logprob", 0.0)) for e in entries]
-        token_ids = _token_ids_from_logprobs(entries)
-    if isinstance(choice.get("token_ids"), list):
-        token_ids = choice["token_ids"]
-    prompt_ids = data.get("prompt_token_ids", choice.get("prompt_token_ids"))
-    return (prompt_ids if isinstance(prompt_ids, list) else None), token_ids, logprobs
 
 
 class ChatModel(ProtocolModel):
@@ -99,13 +71,34 @@ class ChatModel(ProtocolModel):
             cached_tokens=as_int((usage.get("prompt_tokens_details") or {}).get("cached_tokens")),
             reasoning_tokens=as_int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens")),
         )
-        out.prompt_token_ids, out.token_ids, out.logprobs = token_fields(data)
+        if self.cfg.return_token_ids and is_llama_cpp(data) and not isinstance(data.get(PROMPT_IDS_KEY), list):
+            self._add_llama_prompt_ids(out)
+        fields = token_fields(data)
+        out.prompt_token_ids, out.token_ids, out.logprobs = fields.prompt_ids, fields.completion_ids, fields.logprobs
+
+    def _add_llama_prompt_ids(self, out: ModelResponse) -> None:
+        """The prompt as llama.cpp tokenized it: its own template applied to the same body, then its own
+        tokenizer; kept only if the count is the reply's `usage.prompt_tokens` (else the reason is kept)."""
+        root = str(self.client.base_url).rstrip("/").removesuffix("/v1")
+        try:
+            prompt = self.client.post(f"{root}/apply-template", body=out.request, cast_to=object)["prompt"]
+            want = out.usage.prompt_tokens
+            for add_special in (False, True):
+                got = self.client.post(f"{root}/tokenize", cast_to=object, body={
+                    "content": prompt, "add_special": add_special, "parse_special": True})["tokens"]
+                if len(got) == want:
+                    out.response[PROMPT_IDS_KEY] = got
+                    return
+            out.response[PROMPT_IDS_ERROR_KEY] = (f"llama.cpp /tokenize gave {len(got)} prompt tokens, the reply "
+                                                  f"counted {want}: prompt ids left out")
+        except Exception as e:  # an older server without these endpoints: the ids are just absent
+            out.response[PROMPT_IDS_ERROR_KEY] = f"llama.cpp /apply-template + /tokenize failed: {type(e).__name__}"
 
 
 def make_chat_model(cfg: ModelConfig) -> ChatModel:
     import openai
 
-    client_kwargs, request_kwargs = split_kwargs(cfg)
+    client_kwargs, request_kwargs = split_kwargs(cfg, openai)
     if cfg.return_token_ids:
-        request_kwargs = {**VLLM_TOKEN_KWARGS, **request_kwargs}
+        request_kwargs = {**TOKEN_ID_KWARGS, **request_kwargs}
     return ChatModel(cfg, openai.OpenAI(**client_kwargs), request_kwargs)

@@ -13,6 +13,7 @@ from mimo_core.config import ModelConfig
 from mimo_core.messages import Message, ToolCall, ToolSchema
 from mimo_core.models._common import ProtocolModel, as_int, split_kwargs
 from mimo_core.models.base import ModelResponse, Usage
+from mimo_core.models.tool_args import canonical_arguments
 
 
 def message_items(m: Message) -> list[dict[str, Any]]:
@@ -24,7 +25,8 @@ def message_items(m: Message) -> list[dict[str, Any]]:
         if m.content:
             items.append({"role": "assistant", "content": m.content})
         for c in m.tool_calls or ():
-            items.append({"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments})
+            items.append({"type": "function_call", "call_id": c.id, "name": c.name,
+                          "arguments": canonical_arguments(c.arguments)})
         return items
     return [{"role": m.role, "content": m.content or ""}]
 
@@ -100,5 +102,5 @@ class ResponsesModel(ProtocolModel):
 def make_responses_model(cfg: ModelConfig) -> ResponsesModel:
     import openai
 
-    client_kwargs, request_kwargs = split_kwargs(cfg)
+    client_kwargs, request_kwargs = split_kwargs(cfg, openai)
     return ResponsesModel(cfg, openai.OpenAI(**client_kwargs), request_kwargs)

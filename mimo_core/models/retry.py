@@ -33,16 +33,22 @@ from mimo_core.models.secrets import scrub
 
 T = TypeVar("T")
 
+# Context overflow in each provider's words: OpenAI/vLLM ("maximum context length", code
+# context_length_exceeded), SGLang ("is longer than the model's context length"), llama.cpp (HTTP 400
+# exceed_context_size_error: "exceeds the available context size"), Anthropic ("prompt is too long",
+# "exceed context limit").
 _CONTEXT_WORDING = re.compile(
     r"context[_ ]length|context[_ ]window|maximum context|prompt is too long|too many tokens"
-    r"|input is too long|exceeds the model's|reduce the length",
+    r"|input is too long|exceeds the model's|reduce the length|exceed_context_size|context size"
+    r"|exceed context limit",
     re.I,
 )
 # What pydantic/FastAPI servers (llama-cpp-python, vLLM, SGLang...) say when the request body fails
 # their schema. Such a request fails the same way every time, whatever the status code (some say 500).
+# llama.cpp says "Failed to parse tool call arguments as JSON" / "Failed to parse messages" with a 500.
 _VALIDATION_WORDING = re.compile(
     r"validation error|Input should be|Field required|field required|Extra inputs are not permitted"
-    r"|is not of type|string_type|missing_argument|\"loc\"\s*:",
+    r"|is not of type|string_type|missing_argument|\"loc\"\s*:|Failed to parse (tool call|messages)",
 )
 _CONNECTION_CLASSES = frozenset({"APIConnectionError", "APITimeoutError"})
 
@@ -131,8 +137,9 @@ def classify(exc: BaseException, model: str, secrets: tuple[str, ...] = ()) -> M
         return ModelError(scrub(f"model {model}: {type(exc).__name__}: {exc}", secrets))
     text = scrub(_error_text(exc), secrets)
     short = _short(text)
-    if status in (400, 413, 422) and _CONTEXT_WORDING.search(text):
-        return ContextWindowError(f"model {model}: context window exceeded (HTTP {status}): {short}")
+    if is_context_overflow(status, text):
+        said = _short(scrub(server_message(exc), secrets))
+        return ContextWindowError(f"model {model}: context window exceeded (HTTP {status}): {said}")
     if status in (401, 403):
         return ModelAuthError(f"model {model}: authentication failed (HTTP {status}): {short}")
     if status in (404, 405):
@@ -145,6 +152,11 @@ def classify(exc: BaseException, model: str, secrets: tuple[str, ...] = ()) -> M
     if status == 408 or status == 409 or status == 429 or status >= 500:
         return None
     return ModelBadRequestError(f"model {model}: request rejected (HTTP {status}): {short}")
+
+
+def is_context_overflow(status: int, text: str) -> bool:
+    """An HTTP error whose text says the prompt outgrew the model's window (any provider's wording)."""
+    return status in (400, 413, 422) and _CONTEXT_WORDING.search(text) is not None
 
 
 def backoff(attempt: int, cfg: RetryConfig) -> float:
@@ -179,7 +191,8 @@ def call_with_retry(fn: Callable[[], T], cfg: RetryConfig, model: str,
                 raise ModelInterrupted(f"model {model}: interrupted while waiting to retry")
     status = _status(last) if last is not None else None
     what = f"HTTP {status}" if status is not None else type(last).__name__
-    err = ModelRetriesExhausted(scrub(f"model {model}: gave up after {attempts} attempts (last: {what}: {last})",
+    cause = f" ({last.__cause__})" if last is not None and last.__cause__ is not None else ""
+    err = ModelRetriesExhausted(scrub(f"model {model}: gave up after {attempts} attempts (last: {what}: {last}{cause})",
                                       secrets))
     if last is not None:
         err.response = error_body(last, secrets)

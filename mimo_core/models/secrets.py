@@ -1,14 +1,17 @@
-"""Credentials a model client holds, and scrubbing them out of text before it is written anywhere.
+"""Credentials a model client holds, and scrubbing them out of text where an error is raised.
 
 A provider's 401 body often echoes the key it was sent; the SDK's exception message carries that body.
-Scrubbing happens where the error is raised, so results.jsonl, traj.json, instance.log, agent_msgs/ and
-the Dagster event log all receive text that never held the key.
+Every writer also redacts what it writes (mimo_core/redaction.py, where the client's secrets are
+registered), in every encoding a key travels in; scrubbing here as well keeps the key out of exception
+messages that reach a console or a caller's own logs.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from mimo_core.redaction import redact, register
 
 REDACTED = "***"
 _SECRET_HEADER = re.compile(r"(api[_-]?key|token|secret|authorization|credential)", re.I)
@@ -30,10 +33,9 @@ def client_secrets(client: Any) -> tuple[str, ...]:
 
 
 def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    for s in secrets:
-        if s in text:
-            text = text.replace(s, REDACTED)
-    return text
+    """`text` without `secrets` (and every other registered one) in any encoding redaction knows."""
+    register(secrets)
+    return redact(text)
 
 
 def scrub_data(data: Any, secrets: tuple[str, ...]) -> Any:

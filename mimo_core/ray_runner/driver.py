@@ -141,12 +141,13 @@ def _connect(options: RayOptions, workers: int) -> bool:
 
 @contextmanager
 def _own_signal_handlers() -> Iterator[None]:
-    """Ray's core worker installs its own SIGTERM/SIGINT handlers (log and exit 1); the run keeps the CLI's,
-    under which a SIGTERM cancels the tasks and removes their sandboxes like a Ctrl-C."""
+    """Ray's core worker installs its own SIGTERM/SIGINT handlers (log and exit 1); the run keeps the CLI's
+    (stop_signals.py, SIGHUP too), under which a SIGTERM cancels the tasks and removes their sandboxes like
+    a Ctrl-C."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     try:
         yield
     finally:
@@ -162,10 +163,49 @@ def _init(ray: Any, address: str, options: RayOptions, workers: int, common: dic
         ray.init(address=LOCAL, num_cpus=max(os.cpu_count() or 1, int(res.num_cpus * workers + 0.999)),
                  resources={k: v * workers for k, v in res.custom.items()}, **common)
     else:
+        with _ray_native_log() as native:
+            try:
+                ray.init(address=address, **common)
+                return
+            except (ConnectionError, ValueError, RuntimeError) as e:
+                error = str(e)
+        if _AUTH_REFUSED in "".join(native):
+            raise ConfigError(f"--ray-address {address}: the Ray cluster needs token authentication and refused "
+                              f"this driver's token ({_token_source()}): set RAY_AUTH_MODE=token and "
+                              "RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the cluster's token")
+        raise ConfigError(f"--ray-address {address}: cannot join that Ray cluster: {error}")
+
+
+_AUTH_REFUSED = "InvalidAuthToken"  # what Ray's client logs for each refused attempt
+
+
+def _token_source() -> str:
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN is set, but not to the cluster's token"
+    if os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return f"RAY_AUTH_TOKEN_PATH={os.environ['RAY_AUTH_TOKEN_PATH']} is not the cluster's token"
+    return "none is configured"
+
+
+@contextmanager
+def _ray_native_log() -> Iterator[list[str]]:
+    """Ray's C++ client writes one warning per failed attempt straight to file descriptor 2 (tens of
+    lines while it retries): keep them in a file instead; the list holds what it said once the block ends."""
+    import sys
+
+    said: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
         try:
-            ray.init(address=address, **common)
-        except (ConnectionError, ValueError, RuntimeError) as e:
-            raise ConfigError(f"--ray-address {address}: cannot join that Ray cluster: {e}") from None
+            yield said
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            said.append(captured.read(1 << 20).decode("utf-8", "replace"))
 
 
 def _is_loopback(address: str) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mimo_core.attempts import ATTEMPTS_DIR, is_finished_attempt, keep_failed_attempt
 from mimo_core.results import ResultRecord, ResultsStore
-from mimo_core.rollout import RolloutJob
+from mimo_core.rollout import RolloutJob, adopt_legacy_folder
 
 
 def unpack(data: bytes, into: Path) -> None:
@@ -30,6 +30,7 @@ def commit(job: RolloutJob, record: ResultRecord, files: bytes, store: ResultsSt
     """Put a rollout that finished on a worker into the run's output folder; returns the record written.
     `node` (the Ray node it ran on) ends its instance.log."""
     final = job.output_dir / job.rel_dir
+    adopt_legacy_folder(job, final)
     for leftover in [*final.parent.glob(f"{final.name}.attempt-*"), *final.parent.glob(f"{final.name}.replaced-*")]:
         shutil.rmtree(leftover, ignore_errors=True)
     side = final.with_name(f"{final.name}.attempt-{job.run_id}")

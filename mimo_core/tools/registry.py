@@ -77,27 +77,24 @@ def build_tools(specs: list[ToolSpec], default_timeout: float | None = None,
 
 
 JUDGE_BASH = (
-    "Run a bash command to inspect the submitted work (list, read, diff, run tests) and return its "
-    "combined output and exit code. cd and export carry over between calls. Do not modify the files: "
-    "you are judging, not fixing. Each call is killed after {timeout}. Long output is shortened to "
-    "its beginning and end."
+    "Run a bash command to inspect the submitted work (list, read, diff, grep) and return its combined "
+    "output and exit code. The files are read-only: you are judging, not fixing. cd and export carry over "
+    "between calls. Each call is killed after {timeout}. Long output is shortened to its beginning and end."
 )
 
 
 def read_only_tools(default_timeout: float | None = None, observation_max_chars: int = 10000,
-                    bash_timeout: float | None = None) -> list[Tool]:
-    """Tools for an in-environment judge: read, an inspecting bash, and submit for the verdict.
-
-    bash cannot be made truly read-only (any command can write); its description asks the judge not
-    to modify anything, and the judge runs after the submission was collected, so a stray write cannot
-    change what is graded as the agent's work. It keeps its own session, apart from the agent's.
-    """
-    return [
-        ReadTool(None, observation_max_chars),
-        BashTool(BashConfig(timeout=bash_timeout), observation_max_chars, default_timeout,
-                 session="judge", description=JUDGE_BASH),
-        SubmitTool(
-            description="Give your verdict and finish. Call this once, after inspecting the work.",
-            message_description="Your verdict, in the format the instructions ask for.",
-        ),
-    ]
+                    bash_timeout: float | None = None, shell: bool = True) -> list[Tool]:
+    """Tools for an in-environment judge, none of which can write: read, submit for the verdict and,
+    with `shell`, a bash over a read-only view of the final state (the caller gives one: a sandbox whose
+    work folder is mounted read-only). Without such a view there is no shell at all. The judge runs after
+    the verifier, so nothing it does could change the grade anyway."""
+    tools: list[Tool] = [ReadTool(None, observation_max_chars)]
+    if shell:
+        tools.append(BashTool(BashConfig(timeout=bash_timeout), observation_max_chars, default_timeout,
+                              session="judge", description=JUDGE_BASH))
+    tools.append(SubmitTool(
+        description="Give your verdict and finish. Call this once, after inspecting the work.",
+        message_description="Your verdict, in the format the instructions ask for.",
+    ))
+    return tools

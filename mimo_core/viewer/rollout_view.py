@@ -13,9 +13,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from mimo_core.grading.rubric import JudgeResult
-from mimo_core.grading.test_outcomes import TestSummary
+from mimo_core.grading.verifier_reports import OutcomeSummary
+from mimo_core.models.base import CallRecord
 from mimo_core.results import ResultRecord
-from mimo_core.trajectory import CallRecord, Trajectory, read_trajectory
+from mimo_core.trajectory import Trajectory, read_trajectory
 
 ELIDED = re.compile(r"\[\.\.\. \d+ characters elided \.\.\.\]")  # mimo_core/tools/truncate.py's marker
 INLINE_VERIFIER_BYTES = 4096
@@ -131,7 +132,7 @@ class RolloutView(BaseModel):
     extra: dict[str, Any] | None = None  # reward_extra_info.json
     scalars: dict[str, Any] = {}
     texts: dict[str, str] = {}  # long fields of reward_extra_info (verifier output tail, ...)
-    tests: TestSummary | None = None
+    tests: OutcomeSummary | None = None
     judge: JudgeResult | None = None
     judge_turns: list[TurnView] = []  # the judge's own conversation (judge/traj.json), its reasoning included
     files: list[FileEntry] = []
@@ -164,7 +165,7 @@ def build_rollout(output_dir: Path, record: ResultRecord) -> RolloutView:
     if isinstance(extra, dict):
         view.extra = extra
         tests, judge = extra.get("tests"), extra.get("judge")
-        view.tests = TestSummary.model_validate(tests) if isinstance(tests, dict) else None
+        view.tests = OutcomeSummary.model_validate(tests) if isinstance(tests, dict) else None
         view.judge = JudgeResult.model_validate(judge) if isinstance(judge, dict) else None
         if view.judge is not None and view.judge.trajectory:
             try:

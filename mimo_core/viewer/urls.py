@@ -5,18 +5,20 @@ page whenever a viewer serves that folder. Import-light on purpose."""
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 from urllib.parse import quote
 
-VIEWER_URL_ENV = "MIMOAGENT_VIEWER_URL"
-DEFAULT_VIEWER_URL = "http://127.0.0.1:8765"  # `mimoagent view OUTPUT_DIR --port 8765` serves these links
+from mimo_core.settings import CoreSettings
+
+VIEWER_URL_ENV = CoreSettings.variable("viewer_url")
+# `mimoagent view OUTPUT_DIR --port 8765` serves these links
+DEFAULT_VIEWER_URL = str(CoreSettings.model_fields["viewer_url"].default)
 
 
 def viewer_base_url() -> str:
     """Where links to the viewer point: `$MIMOAGENT_VIEWER_URL`, else the documented default."""
-    return (os.environ.get(VIEWER_URL_ENV) or DEFAULT_VIEWER_URL).rstrip("/")
+    return CoreSettings.read().viewer_url
 
 
 def folder_slug(output_dir: str | Path) -> str:

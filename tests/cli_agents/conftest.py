@@ -34,8 +34,8 @@ def run_cli_rollout(folder: Path, server, cli: str, protocol: str, environment: 
                     exit_code: int | None = 0, row: dict | None = None, **agent: object):
     """One rollout of `cli` on the greeting task through the real `mimoagent` command: (record, folder, traj)."""
     from mimo_core.results import ResultsStore
-    from mimo_core.testing.tasks import write_tasks
     from mimo_core.trajectory import read_trajectory
+    from testkit.tasks import write_tasks
     from tests.core.conftest import run_cli
 
     needs_npm()
@@ -57,7 +57,7 @@ def run_cli_rollout(folder: Path, server, cli: str, protocol: str, environment: 
 def scripted_in_workdir(*steps) -> object:
     """A responder whose turn n is `steps[n](workdir)`: CLIs whose tools want absolute paths get the
     rollout's working folder, read from the request (every CLI tells its model where it works)."""
-    from mimo_core.testing.scripted_llm import Request
+    from testkit.scripted_llm import Request
 
     def responder(req: Request):
         found = re.search(r"(/[^\s\"'<>]*?/mimo-[^/\s\"'<>]+/work)", json.dumps(req.body))
@@ -103,8 +103,8 @@ DEAD_REGISTRY = "http://127.0.0.1:9/"  # nothing listens on the discard port: an
 @pytest.fixture(scope="session")
 def claude_payload() -> Path:
     """Built once per machine through the command users run (kept in the test cache)."""
-    from mimo_core.agents.cli import spec_for
-    from mimo_core.agents.cli.payload import _leading_manifest, archive_name
+    from mimo_core.agents.blackbox import spec_for
+    from mimo_core.agents.blackbox.payload import _leading_manifest, archive_name
 
     needs_npm()
     spec = spec_for("claude-code")

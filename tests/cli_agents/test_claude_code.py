@@ -8,9 +8,9 @@ from pathlib import Path
 
 from mimo_core.agent_msgs import iter_steps
 from mimo_core.results import ResultsStore
-from mimo_core.testing.scripted_llm import Reply, call, turns
-from mimo_core.testing.tasks import write_tasks
 from mimo_core.trajectory import read_trajectory
+from testkit.scripted_llm import Reply, call, turns
+from testkit.tasks import write_tasks
 from tests.cli_agents.conftest import needs_npm, write_cli_config
 from tests.core.conftest import SECRET, run_cli
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mimo_core.agents.cli import CLI_AGENTS, spec_for
-from mimo_core.agents.cli.install import resolve_version
+from mimo_core.agents.blackbox import CLI_AGENTS, spec_for
+from mimo_core.agents.blackbox.install import resolve_version
 from mimo_core.config import load_config
 from mimo_core.errors import ConfigError
 

@@ -12,26 +12,25 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.agents.cli import install, placement, spec_for
+from mimo_core.agents.blackbox import install, placement, spec_for
 from mimo_core.config import AgentConfig
 from mimo_core.errors import ConfigError
-from mimo_core.testing.dockerd import BASE_IMAGE
-from mimo_core.testing.scripted_llm import Reply, call, turns
+from testkit.dockerd import BASE_IMAGE
+from testkit.scripted_llm import Reply, call, turns
 from tests.cli_agents.conftest import DEAD_REGISTRY, leaked_files, recorded_calls, run_cli_rollout
 from tests.core.conftest import SECRET
-from tests.docker.conftest import docker_client, dockerd, make_docker_env  # noqa: F401 - fixtures
 
 EDIT = "sed -i s/hello/goodbye/ greeting.txt"
 
 
 @pytest.fixture(scope="module")
-def base_image_has_no_node(docker_client) -> None:  # noqa: F811 - fixture
+def base_image_has_no_node(docker_client) -> None:
     out = docker_client.containers.run(BASE_IMAGE, ["sh", "-c", "command -v node || echo no-node"], remove=True)
     assert out.decode().strip() == "no-node"
 
 
 @pytest.fixture
-def offline_network(docker_client) -> Iterator[str]:  # noqa: F811 - fixture
+def offline_network(docker_client) -> Iterator[str]:
     """An internal network: the container reaches the host's gateway address (where the recording proxy
     listens) and nothing else — no DNS, no registry. Network mode none would leave the CLI no way to its
     model, so this is as offline as a CLI rollout can be."""
@@ -67,7 +66,7 @@ SUBMIT = call("bash", command="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")  # m
     ("mini-swe-agent", "chat", [("bash", {"command": EDIT})]),
 ])
 def test_cli_agent_runs_in_a_container_without_node_and_passes(
-        cli: str, protocol: str, calls: list, tmp_path: Path, scripted_llm, dockerd,  # noqa: F811
+        cli: str, protocol: str, calls: list, tmp_path: Path, scripted_llm, dockerd,
         base_image_has_no_node) -> None:
     end = SUBMIT if cli == "mini-swe-agent" else DONE
     scripted_llm.set_responder(turns(*[Reply(tool_calls=[c]) for c in calls], end))
@@ -89,7 +88,7 @@ def test_cli_agent_runs_in_a_container_without_node_and_passes(
 
 
 def test_a_payload_installs_into_a_container_that_reaches_only_the_proxy(
-        tmp_path: Path, scripted_llm, dockerd, claude_payload: Path, offline_network: str,  # noqa: F811
+        tmp_path: Path, scripted_llm, dockerd, claude_payload: Path, offline_network: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MIMOAGENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
     scripted_llm.set_responder(turns(call("Bash", command=EDIT), Reply(content="done")))
@@ -102,7 +101,7 @@ def test_a_payload_installs_into_a_container_that_reaches_only_the_proxy(
     assert _placed_from(rollout).startswith("claude-code/payload-")
 
 
-def test_without_the_mount_the_install_is_streamed_into_the_container(make_docker_env) -> None:  # noqa: F811
+def test_without_the_mount_the_install_is_streamed_into_the_container(make_docker_env) -> None:
     """A remote engine (or a backend without mounts) gets the install streamed in from one tar."""
     spec = spec_for("claude-code")
     assert spec is not None
@@ -115,7 +114,7 @@ def test_without_the_mount_the_install_is_streamed_into_the_container(make_docke
     assert host_dir.with_name(host_dir.name + ".contents.tar").is_file()
 
 
-def test_a_container_without_python3_cannot_run_mini_swe_agent_and_says_so(make_docker_env) -> None:  # noqa: F811
+def test_a_container_without_python3_cannot_run_mini_swe_agent_and_says_so(make_docker_env) -> None:
     env = make_docker_env(cwd="/testbed")
     assert env.execute("rm /usr/bin/python3 && ! command -v python3").returncode == 0
     spec = spec_for("mini-swe-agent")
@@ -126,7 +125,7 @@ def test_a_container_without_python3_cannot_run_mini_swe_agent_and_says_so(make_
 
 
 def test_a_container_without_network_is_an_environment_error_saying_why(tmp_path: Path, scripted_llm,
-                                                                         dockerd) -> None:  # noqa: F811
+                                                                         dockerd) -> None:
     record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", exit_code=None,
                                    row={"image": BASE_IMAGE, "network": False},
                                    environment={"environment_class": "docker", "timeout": 120})

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import Reply, call, turns
+from testkit.scripted_llm import Reply, call, turns
 from tests.cli_agents.conftest import leaked_files, recorded_calls, run_cli_rollout
 from tests.core.conftest import SECRET
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.testing import verdaccio
-from mimo_core.testing.scripted_llm import Reply, call, turns
+from testkit import verdaccio
+from testkit.scripted_llm import Reply, call, turns
 from tests.cli_agents.conftest import CACHE, needs_npm, run_cli_rollout
 
 

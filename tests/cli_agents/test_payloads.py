@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.testing.scripted_llm import Reply, call, turns
+from testkit.scripted_llm import Reply, call, turns
 from tests.cli_agents.conftest import DEAD_REGISTRY, REPO, run_cli_rollout
 
 

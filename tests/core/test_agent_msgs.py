@@ -12,8 +12,8 @@ import pytest
 
 from mimo_core.agent_msgs import AgentMsgsError, StepWriter, encode_body, iter_steps, read_step, steps
 from mimo_core.results import ResultsStore
-from mimo_core.testing.scripted_llm import Reply, call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import Reply, call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
 
 BIG = "x" * 30_000  # the first tool output: every later request carries it, no later line should
@@ -174,3 +174,10 @@ def test_reordered_keys_and_retyped_values_are_recorded_as_changes(tmp_path: Pat
     writer.record(1, first, {})
     writer.record(2, second, {})
     assert [encode_body(s.request) for s in iter_steps(tmp_path)] == [encode_body(first), encode_body(second)]
+
+
+def test_a_rollout_stopped_before_its_first_call_reads_back_as_no_steps(tmp_path: Path) -> None:
+    """A run stopped (SIGTERM) while a rollout set up leaves an attempt that made no call: its steps file
+    is there, empty, and reads back as 0 steps (not as a folder that cannot be read)."""
+    StepWriter(tmp_path)
+    assert (tmp_path / "steps.jsonl").read_text() == "" and list(iter_steps(tmp_path)) == []

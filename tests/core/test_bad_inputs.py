@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
 
 

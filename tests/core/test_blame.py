@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mimo_core.results import ResultsStore
-from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
+from testkit.scripted_llm import ScriptedLLM, call, turns
 from tests.core.test_limits import run_inprocess
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import REPO
 
 
@@ -21,7 +21,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--workers", "0"], "--workers must be at least 1"),
+    (["--workers", "0"], "--workers must be between 1 and"),
     (["--workers", "many"], "invalid int value"),
     (["--slice", "a:b"], "--slice"),
     (["--filter", "("], "--filter"),

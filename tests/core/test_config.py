@@ -84,3 +84,22 @@ def test_unknown_agent_type_and_backend_are_config_errors(tmp_path: Path) -> Non
     known = r"\['local', 'docker', 'kubernetes'\]"
     with pytest.raises(ConfigError, match=r"environment\.environment_class: .*'dokker'.*" + known):
         load_config(p)
+
+
+def test_anchors_merge_keys_and_numbers_as_text_still_load(tmp_path: Path) -> None:
+    """The limits refuse bombs and duplicates, not ordinary YAML: anchors, `<<` merges (whose keys an
+    explicit key overrides) and numbers written as text keep working."""
+    p = _write(tmp_path, "model: &m\n  model_name: m-1\n  retry: {max_attempts: 2, timeout: '9'}\n"
+                         "environment:\n  judge_agent:\n    model:\n      <<: *m\n      model_name: judge-1\n"
+                         "agent:\n  step_limit: '12'\n")
+    cfg = load_config(p).config
+    assert cfg.model.retry.max_attempts == 2 and cfg.model.retry.timeout == 9.0 and cfg.agent.step_limit == 12
+    judge = cfg.environment.judge_agent
+    assert judge is not None and judge.model.model_name == "judge-1" and judge.model.retry.max_attempts == 2
+
+
+def test_a_key_given_twice_is_an_error_naming_it(tmp_path: Path) -> None:
+    p = _write(tmp_path, "agent:\n  step_limit: 5\n  cost_limit: 1\n  step_limit: 50\n")
+    with pytest.raises(ConfigError, match=r"profile\.yaml: invalid YAML: .*found the key 'step_limit' twice "
+                                          r"\(line 4, column 3\)"):
+        load_config(p)

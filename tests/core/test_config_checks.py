@@ -11,14 +11,14 @@ import yaml
 
 from mimo_core.batch import run_jobs
 from mimo_core.cli import main
-from mimo_core.config import load_config
+from mimo_core.config_checks import load_checked_config as load_config
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.errors import ConfigError
 from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultsStore
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import call, turns
-from mimo_core.testing.tasks import EVAL, write_config, write_tasks
+from testkit.scripted_llm import call, turns
+from testkit.tasks import EVAL, write_config, write_tasks
 from tests.core.conftest import SECRET, base_url
 
 

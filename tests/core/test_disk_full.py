@@ -10,8 +10,8 @@ import pytest
 
 from mimo_core.cli import EXIT_DISK_FULL
 from mimo_core.results import ResultsStore
-from mimo_core.testing.scripted_llm import call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
 from tests.host_needs import unavailable
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mimo_core.cli import EXIT_ALL_INFRA
-from mimo_core.testing.scripted_llm import call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
 
 

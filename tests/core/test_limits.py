@@ -10,8 +10,8 @@ from mimo_core.batch import run_jobs
 from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultRecord
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import Reply, call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import Reply, call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import SECRET, base_url
 
 BUSY = turns(call("bash", command="echo working"))  # never submits
@@ -47,7 +47,7 @@ def test_time_limit(workdir: Path, scripted_llm, monkeypatch) -> None:
     scripted_llm.latency = 0.2
     rec = run_inprocess(workdir, scripted_llm, monkeypatch, time_limit=0.5, step_limit=50)
     assert rec.exit_status == ExitStatus.TIME_LIMIT
-    assert 2 <= rec.steps <= 4
+    assert 1 <= rec.steps <= 4  # the call in flight at the limit is cut, not waited for
 
 
 def test_malformed_tool_calls_are_answered_then_end_the_rollout(workdir: Path, scripted_llm, monkeypatch) -> None:
@@ -72,12 +72,29 @@ def test_text_only_reply_counts_as_malformed(workdir: Path, scripted_llm, monkey
     assert "no tool call" in scripted_llm.requests[1].body["messages"][-1]["content"]
 
 
+OVERFLOW = {"error": {"message": "This model's maximum context length is 8192 tokens",
+                      "type": "invalid_request_error", "code": "context_length_exceeded"}}
+
+
 def test_context_window_overflow_ends_without_retry(workdir: Path, scripted_llm, monkeypatch) -> None:
-    scripted_llm.set_responder(BUSY)
-    scripted_llm.inject(400, body={"error": {"message": "This model's maximum context length is 8192 tokens",
-                                             "type": "invalid_request_error", "code": "context_length_exceeded"}})
+    def overflow_after_one_step(req):
+        scripted_llm.inject(400, body=OVERFLOW)  # the next request overflows
+        return call("bash", command="echo working")
+
+    scripted_llm.set_responder(overflow_after_one_step)
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
     assert (rec.exit_status, rec.infra_error) == (ExitStatus.CONTEXT_WINDOW, False)
+    assert len(scripted_llm.requests) == 2
+    assert "maximum context length is 8192 tokens" in (rec.error or "")  # the provider's own words
+
+
+def test_a_first_request_the_endpoint_refuses_is_not_scored(workdir: Path, scripted_llm, monkeypatch) -> None:
+    """The agent never acted: `request_refused`, ungraded (no 0 in the pass rate), the provider's message kept."""
+    scripted_llm.set_responder(BUSY)
+    scripted_llm.inject(400, body=OVERFLOW)
+    rec = run_inprocess(workdir, scripted_llm, monkeypatch)
+    assert (rec.exit_status, rec.reward, rec.passed) == (ExitStatus.REQUEST_REFUSED, None, None)
+    assert "context_window" in (rec.error or "") and "maximum context length is 8192 tokens" in (rec.error or "")
     assert len(scripted_llm.requests) == 1
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultsStore
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import Reply, call, turns
+from testkit.scripted_llm import Reply, call, turns
 from tests.core.conftest import SECRET
 from tests.core.test_limits import run_inprocess
 

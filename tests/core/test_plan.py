@@ -11,7 +11,7 @@ from mimo_core.errors import ConfigError
 from mimo_core.plan import RunRequest, Selection, plan_run
 from mimo_core.results import ResultRecord, ResultsStore
 from mimo_core.status import ExitStatus
-from mimo_core.testing.tasks import write_config, write_named_config, write_tasks
+from testkit.tasks import write_config, write_named_config, write_tasks
 
 TRAJ = Path(__file__).parent / "fixtures" / "traj_v1_0.json"  # a trajectory as a finished rollout leaves it
 
@@ -120,7 +120,7 @@ def test_request_json_round_trip_never_carries_overrides(tmp_path: Path) -> None
 
 
 def test_cli_and_evaluate_job_build_the_same_request(tmp_path: Path) -> None:
-    from mimo_assets.jobs import EvaluateConfig
+    from mimo_assets.evaluate import EvaluateConfig
     from mimo_core.cli import _request as cli_request
     from mimo_core.cli import build_parser
 

@@ -9,9 +9,9 @@ import yaml
 
 from mimo_core.results import ResultsStore
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import Reply, call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
 from mimo_core.trajectory import Trajectory
+from testkit.scripted_llm import Reply, call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, run_cli
 
 DEMO = REPO / "examples" / "demo.jsonl"

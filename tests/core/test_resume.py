@@ -11,8 +11,8 @@ from pathlib import Path
 
 from mimo_core.results import ResultsStore
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, SECRET, base_url, run_cli
 
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
@@ -138,3 +138,33 @@ def test_a_killed_redo_keeps_the_finished_rollout(workdir: Path, scripted_llm) -
     scripted_llm.latency = 0.0
     again = run_cli(_cli(data, cfg, out), scripted_llm)
     assert "0 rollouts to run" in again.stderr
+
+
+NOTICE = "finished rollout(s) ran with a config, row or repository that has changed since"
+
+
+def test_resume_says_once_how_many_finished_rollouts_no_longer_match_their_input(workdir: Path,
+                                                                                 scripted_llm) -> None:
+    scripted_llm.set_responder(SOLVE)
+    data, cfg, out = write_tasks(workdir, n=3), write_config(workdir, "cfg"), workdir / "out"
+    assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0
+    proc = run_cli(_cli(data, cfg, out), scripted_llm)
+    assert "0 rollouts to run" in proc.stderr and NOTICE not in proc.stderr
+    rows = data.read_text().splitlines()  # one row's statement changes
+    data.write_text("\n".join([rows[0].replace("(task 0)", "(task zero)"), *rows[1:]]) + "\n")
+    proc = run_cli(_cli(data, cfg, out), scripted_llm)
+    assert "0 rollouts to run" in proc.stderr and proc.stderr.count(NOTICE) == 1, proc.stderr
+    assert f"1 {NOTICE}" in proc.stderr and "--rerun-changed runs them again" in proc.stderr
+    (workdir / "repo" / "greeting.txt").write_text("hello there\n")  # the repository all rows share
+    proc = run_cli(_cli(data, cfg, out), scripted_llm)
+    assert f"3 {NOTICE}" in proc.stderr, proc.stderr
+    cfg.write_text(cfg.read_text().replace("step_limit: 10", "step_limit: 11"))  # and the config
+    proc = run_cli(_cli(data, cfg, out), scripted_llm)
+    assert f"3 {NOTICE}" in proc.stderr, proc.stderr
+    before = ResultsStore(out).load()
+    proc = run_cli(_cli(data, cfg, out, "--rerun-changed"), scripted_llm)
+    assert proc.returncode == 0 and "3 rollouts to run" in proc.stderr and NOTICE not in proc.stderr, proc.stderr
+    after = ResultsStore(out).load()
+    assert {r.run_id for r in after.values()}.isdisjoint(r.run_id for r in before.values())
+    proc = run_cli(_cli(data, cfg, out), scripted_llm)
+    assert "0 rollouts to run" in proc.stderr and NOTICE not in proc.stderr

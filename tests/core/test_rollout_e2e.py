@@ -10,9 +10,9 @@ import pytest
 from mimo_core.agent_msgs import read_step, steps
 from mimo_core.results import ResultsStore
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import Reply, call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
 from mimo_core.trajectory import read_trajectory
+from testkit.scripted_llm import Reply, call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import SECRET, run_cli
 
 EDIT_THEN_SUBMIT = turns(

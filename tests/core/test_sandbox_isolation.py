@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mimo_core.testing.scripted_llm import Reply, Request, call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import Reply, Request, call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, SECRET, base_url, run_cli
 from tests.host_needs import needs_bwrap
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 
 from mimo_core.results import ResultsStore
-from mimo_core.testing.scripted_llm import call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
 
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import Reply, ScriptedLLM, call, turns
+from testkit.scripted_llm import Reply, ScriptedLLM, call, turns
 from tests.core.test_limits import run_inprocess
 
 WORK_THEN_SUBMIT = turns(
@@ -64,3 +64,33 @@ def test_the_strict_server_rejects_an_unanswered_anthropic_tool_use():
     with ScriptedLLM(strict=True) as server:
         status, reply = _post(server.url + "/v1/messages", body)
         assert status == 400 and "without tool_result" in reply["error"]["message"]
+
+
+LENIENT_THEN_SUBMIT = turns(
+    Reply(tool_calls=[("bash", {})], raw_arguments={0: '{"command": "printf \'a\nb\'"}'}),  # a raw newline
+    Reply(tool_calls=[("bash", {})], raw_arguments={0: '{"command": "ec'}),  # cut at the token cap
+    call("submit"),
+)
+
+
+def test_lenient_and_truncated_tool_calls_go_back_as_json_a_strict_server_parses(workdir: Path, monkeypatch):
+    """llama.cpp parses every earlier call's arguments; the raw text would fail each later request."""
+    with ScriptedLLM(LENIENT_THEN_SUBMIT, strict=True) as server:
+        rec = run_inprocess(workdir, server, monkeypatch)
+        assert (rec.exit_status, rec.steps) == (ExitStatus.SUBMITTED, 3), rec.error
+        last = server.requests[-1].body["messages"]
+        sent = [c["function"]["arguments"] for m in last for c in m.get("tool_calls") or ()]
+        assert json.loads(sent[0]) == {"command": "printf 'a\nb'"}
+        assert json.loads(sent[1]) == {"_raw": '{"command": "ec'}
+
+
+def test_a_request_validation_500_is_the_requests_fault_not_retried(workdir: Path, monkeypatch):
+    def refuse_after_one_step(req):
+        server.inject(500, body={"error": {"code": 500, "message": "Failed to parse tool call arguments as JSON: "
+                                           "[json.exception.parse_error.101]", "type": "server_error"}})
+        return call("bash", command="true")
+
+    with ScriptedLLM(refuse_after_one_step) as server:
+        rec = run_inprocess(workdir, server, monkeypatch)
+        assert rec.exit_status is ExitStatus.MODEL_BAD_REQUEST and len(server.requests) == 2
+        assert "Failed to parse tool call arguments" in (rec.error or "")

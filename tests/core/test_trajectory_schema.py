@@ -15,9 +15,9 @@ from mimo_core.datasets.loader import load_tasks
 from mimo_core.plan import RunRequest, plan_run
 from mimo_core.results import ResultsStore
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import call, turns
-from mimo_core.testing.tasks import write_config
 from mimo_core.trajectory import SCHEMA_VERSION, read_trajectory
+from testkit.scripted_llm import call, turns
+from testkit.tasks import write_config
 from tests.core.conftest import SECRET, base_url
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -41,7 +41,8 @@ def test_messages_and_tools_of_a_1_0_file_are_written_back_unchanged() -> None:
     old = json.loads((FIXTURES / "traj_v1_0.json").read_text())
     new = read_trajectory(FIXTURES / "traj_v1_0.json").model_dump(mode="json")
     assert new["messages"] == old["messages"] and new["tools"] == old["tools"]
-    assert {k for k in new if new[k] != old.get(k)} == {"schema_version", "agent_exit_status"}
+    assert {k for k in new if new[k] != old.get(k)} == {"schema_version", "agent_exit_status", "containment_events"}
+    assert new["containment_events"] == []
 
 
 def test_reads_a_judge_trajectory_written_before_the_judge_shared_the_schema() -> None:

@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from dagster import DagsterInstance
 
 from mimo_assets.cli_recording.address import IDLE_ENV
-from mimo_assets.helpers.home import POSTGRES_URL_ENV
+from mimo_assets.instance.home import POSTGRES_URL_ENV
 from mimo_assets.partitions import dataset_name, partition_key
-from mimo_core.testing.postgres import PostgresServer, postgres_server
-from mimo_core.testing.scripted_llm import Reply, Request, ScriptedLLM, call
+from testkit.postgres import PostgresServer, postgres_server
+from testkit.scripted_llm import Reply, Request, ScriptedLLM, call
 from tests.core.conftest import REPO, SECRET
 from tests.host_needs import unavailable
 
@@ -46,26 +47,47 @@ def postgres() -> Iterator[PostgresServer]:
         unavailable(str(e))
 
 
-@pytest.fixture
-def dagster_env(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """A private instance and output root; the environment a CLI subprocess gets too. SQLite unless
-    parametrized `indirect` with "postgres": then a new database on the session's PostgreSQL server."""
-    env = {"DAGSTER_HOME": str(tmp_path / "dagster_home"), "MIMOAGENT_OUTPUT_ROOT": str(tmp_path / "store"),
+def private_dagster_env(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str | None = None,
+) -> dict[str, str]:
+    """A private instance and output root under `folder`, set in this process's environment; the environment
+    a CLI subprocess gets too. SQLite, or the PostgreSQL database `postgres_url`."""
+    env = {"DAGSTER_HOME": str(folder / "dagster_home"), "MIMOAGENT_OUTPUT_ROOT": str(folder / "store"),
            "MIMOAGENT_DAGSTER_WAIT": "all",  # a CLI run returns once recorded: the tests read the instance next
            IDLE_ENV: "0"}  # each run's recorder exits once it is recorded (test_warm_recorder.py keeps one warm)
-    if getattr(request, "param", "sqlite") == "postgres":
-        server: PostgresServer = request.getfixturevalue("postgres")
-        env[POSTGRES_URL_ENV] = server.create_database(f"dagster_{uuid.uuid4().hex[:12]}")
+    if postgres_url:
+        env[POSTGRES_URL_ENV] = postgres_url
     else:
         monkeypatch.delenv(POSTGRES_URL_ENV, raising=False)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    from mimo_assets.helpers.home import dagster_home
+    from mimo_assets.instance.home import dagster_home
 
     dagster_home()  # created as a new user's would be, with its dagster.yaml
     if POSTGRES_URL_ENV in env:
         env[POSTGRES_URL_ENV] = os.environ[POSTGRES_URL_ENV]  # with the driver dagster_home() named
     return env
+
+
+@pytest.fixture
+def dagster_env(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A private instance and output root (private_dagster_env). SQLite unless parametrized `indirect` with
+    "postgres": then a new database on the session's PostgreSQL server."""
+    url = None
+    if getattr(request, "param", "sqlite") == "postgres":
+        server: PostgresServer = request.getfixturevalue("postgres")
+        url = server.create_database(f"dagster_{uuid.uuid4().hex[:12]}")
+    return private_dagster_env(tmp_path, monkeypatch, url)
+
+
+@pytest.fixture
+def instance(dagster_env, llm, monkeypatch: pytest.MonkeyPatch) -> DagsterInstance:
+    """The private instance, opened as every mimoagent process opens it, for in-process runs against `llm`."""
+    monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
+    monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
+    from mimo_assets.instance.home import get_instance
+
+    return get_instance()
 
 
 @pytest.fixture
@@ -75,11 +97,24 @@ def llm() -> Iterator[ScriptedLLM]:
 
 
 def run_cli(
-    args: list[str], server: ScriptedLLM, env: dict[str, str], timeout: float = 180,
+    args: list[str], server: ScriptedLLM, env: dict[str, str], timeout: float = 180, ingest: bool = True,
 ) -> subprocess.CompletedProcess:
+    """A real CLI run; then, unless `ingest=False`, what the next `mimoagent-dagster` start does: record
+    the finished CLI runs into Dagster (in this process, whose environment is `env`'s)."""
     full = {**os.environ, **env, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": SECRET}
     full.pop("MIMOAGENT_OBSERVERS", None)
     proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=full, text=True,
                           capture_output=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr
+    if ingest:
+        ingest_finished_runs()
     return proc
+
+
+def ingest_finished_runs() -> list[str]:
+    """Record every finished CLI run of this process's Dagster home; each must record."""
+    from mimo_assets.cli_recording.ingest import ingest_pending
+
+    lines = ingest_pending(log=lambda line: None)
+    assert all(line.endswith(": recorded") for line in lines), lines
+    return lines

@@ -11,20 +11,12 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 from mimo_assets.definitions import defs
-from mimo_core.testing.tasks import write_named_config, write_tasks
+from mimo_assets.partitions import dataset_name
 from mimo_core.viewer.urls import viewer_base_url
+from testkit.tasks import write_named_config, write_tasks
 from tests.dagster.conftest import pk
 
 ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")]
-
-
-@pytest.fixture
-def instance(dagster_env, llm, monkeypatch: pytest.MonkeyPatch) -> DagsterInstance:
-    monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
-    monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
-    from mimo_assets.helpers.home import get_instance
-
-    return get_instance()
 
 
 def _run(instance: DagsterInstance, selection: list[AssetKey], **kwargs):
@@ -109,9 +101,11 @@ def test_analytics_and_checks_over_graded_partitions(tmp_path: Path, instance) -
     checks = {e.asset_check_key.name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"trajectories_validate": True, "rewards_in_range": True, "no_missing_partitions": True}
     meta = _latest_meta(instance, "pass_rates")
-    assert "| good | 8 | 4 | 8 | 1.000" in meta["table"] and "| bad | 1 | 1 | 0 | 0.000" in meta["table"]
+    name = dataset_name(str(data))
+    assert f"| {name} | rollout | good | 8 | 4 | 8 | 1.000" in meta["table"]
+    assert f"| {name} | rollout | bad | 1 | 1 | 0 | 0.000" in meta["table"]
     assert "data:image/png;base64," in meta["plot"] and Path(meta["plot_path"]).read_bytes()[:4] == b"\x89PNG"
-    assert "| good | 2 | 4 | 1.000 |" in _latest_meta(instance, "pass_at_k")["table"]
+    assert f"| {name} | rollout | good | 2 | 4 | 1.000 |" in _latest_meta(instance, "pass_at_k")["table"]
     assert _latest_meta(instance, "results_table")["rows"] == 9
 
 
@@ -208,7 +202,8 @@ def test_two_nights_give_a_trend_with_two_points_and_the_first_nights_table_stay
     [trend] = instance.fetch_materializations(AssetKey("pass_rate_trend"), limit=1).records
     meta = trend.asset_materialization.metadata
     assert meta["nights"].value == 2 and meta["rows"].value == 4  # two points per config
-    assert meta["pass_rate/good"].value == 1.0 and meta["pass_rate/bad"].value == 0.0
+    name = dataset_name(str(data))  # one number per dataset, kind of run and config
+    assert meta[f"pass_rate/{name}/rollout/good"].value == 1.0 and meta[f"pass_rate/{name}/rollout/bad"].value == 0.0
     assert meta["plot"].value.startswith("![pass_rate_trend](data:image/png;base64,")
     [table] = instance.fetch_materializations(AssetKey("results_table"), limit=1).records
     assert table.asset_materialization.metadata["night"].value == "2026-01-02"

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from mimo_assets.helpers.home import POSTGRES_URL_ENV
+from mimo_assets.instance.home import POSTGRES_URL_ENV
 from mimo_assets.partitions import dataset_name, split_key
-from mimo_core.testing.postgres import bin_dir
-from mimo_core.testing.tasks import write_named_config, write_tasks
 from mimo_core.viewer.urls import rollout_url
+from testkit.postgres import bin_dir
+from testkit.tasks import write_named_config, write_tasks
 from tests.core.conftest import SECRET
-from tests.dagster.conftest import pk, run_cli
+from tests.dagster.conftest import ingest_finished_runs, pk, run_cli
 
 ROLLOUT_ASSETS = ("rollouts", "graded_results")  # no judge in these configs: no judge_scores events
 
@@ -134,6 +134,7 @@ def test_two_cli_runs_record_into_one_instance_at_once(tmp_path: Path, dagster_e
     for proc in procs:
         _, err = proc.communicate(timeout=180)
         assert proc.returncode == 0 and "not recorded" not in err, err
+    assert len(ingest_finished_runs()) == 2
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     assert [r.status.value for r in instance.get_runs()] == ["SUCCESS", "SUCCESS"]
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {

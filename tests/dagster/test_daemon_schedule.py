@@ -13,7 +13,7 @@ from pathlib import Path
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 from dagster._core.scheduler.instigation import TickStatus
 
-from mimo_core.testing.tasks import write_named_config, write_tasks
+from testkit.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO
 from tests.dagster.conftest import pk
 

@@ -10,7 +10,6 @@ from dagster import AssetKey, DagsterInstance
 
 from tests.dagster.conftest import pk
 from tests.dagster.test_assets import ROLLOUT_KEYS, _register_inputs, _run
-from tests.dagster.test_assets import instance as instance  # the fixture
 
 
 def _meta(instance: DagsterInstance, key: str) -> dict:

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance
 
-from mimo_core.testing.tasks import write_named_config, write_tasks
+from testkit.tasks import write_named_config, write_tasks
 
 
 @pytest.fixture
 def instance(dagster_env, llm, monkeypatch: pytest.MonkeyPatch) -> DagsterInstance:
     monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
-    from mimo_assets.helpers.home import get_instance
+    from mimo_assets.instance.home import get_instance
 
     return get_instance()
 

@@ -1,5 +1,5 @@
-"""A CLI run killed with SIGKILL: what it finished is in Dagster after the rerun, and the killed run does not
-show as succeeded."""
+"""A CLI run killed with SIGKILL: what it finished is recorded from its registry entry (no rerun needed),
+the killed run does not show as succeeded, and the rerun records the rest."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus
 
-from mimo_core.testing.scripted_llm import Reply, Request, ScriptedLLM, call
-from mimo_core.testing.tasks import write_named_config, write_tasks
+from testkit.scripted_llm import Reply, Request, ScriptedLLM, call
+from testkit.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO, SECRET
-from tests.dagster.conftest import EDIT, pk, run_cli
+from tests.dagster.conftest import EDIT, ingest_finished_runs, pk, run_cli
 
 GRADED = AssetKey("graded_results")
 
@@ -35,7 +35,7 @@ def _wait(what: str, done, timeout: float = 120) -> None:
         time.sleep(0.1)
 
 
-def test_a_killed_runs_finished_rollouts_are_in_dagster_after_the_rerun_and_it_is_not_a_success(
+def test_a_killed_runs_finished_rollouts_are_in_dagster_before_any_rerun_and_it_is_not_a_success(
     tmp_path: Path, dagster_env, llm,
 ) -> None:
     data, cfg, out = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good"), tmp_path / "out"
@@ -56,10 +56,11 @@ def test_a_killed_runs_finished_rollouts_are_in_dagster_after_the_rerun_and_it_i
         finally:
             runner.send_signal(signal.SIGKILL)
             runner.wait()
-        _wait("the recording child to end", lambda: instance.get_runs()
-              and instance.get_runs()[0].status not in (DagsterRunStatus.STARTED, DagsterRunStatus.STARTING))
+    [line] = ingest_finished_runs()  # the killed CLI's entry: its process is gone, so it is recorded now
+    assert "recorded" in line
     [killed] = instance.get_runs()
-    assert killed.status != DagsterRunStatus.SUCCESS
+    assert killed.status == DagsterRunStatus.FAILURE and killed.tags["mimoagent/source"] == "cli"
+    assert instance.get_materialized_partitions(GRADED) == {pk(data, "greet-0", "good")}
 
     run_cli(args, llm, dagster_env)  # the rerun does greet-1
     assert instance.get_materialized_partitions(GRADED) == {pk(data, "greet-0", "good"), pk(data, "greet-1", "good")}

@@ -1,4 +1,5 @@
-"""The CLI waits at most MIMOAGENT_DAGSTER_WAIT seconds for its Dagster record; the record still completes."""
+"""Live recording (MIMOAGENT_DAGSTER_LIVE=1): the CLI waits at most MIMOAGENT_DAGSTER_WAIT seconds for its
+Dagster record; the record still completes."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from pathlib import Path
 
 from dagster import AssetKey
 
-from mimo_assets.cli_recording.observer import LOG_FILE, WAIT_LINE
-from mimo_assets.helpers.home import get_instance
-from mimo_core.testing.tasks import write_named_config, write_tasks
+from mimo_assets.cli_recording.live import WAIT_LINE
+from mimo_assets.cli_recording.observer import LOG_FILE
+from mimo_assets.instance.home import get_instance
+from testkit.tasks import write_named_config, write_tasks
 from tests.dagster.conftest import pk, run_cli
 
 
@@ -20,7 +22,7 @@ def test_a_short_run_returns_without_waiting_for_dagster_and_is_recorded_in_the_
     cfg = write_named_config(tmp_path, "good")
     out = tmp_path / "out"
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], llm,
-                   {**dagster_env, "MIMOAGENT_DAGSTER_WAIT": "0"})
+                   {**dagster_env, "MIMOAGENT_DAGSTER_LIVE": "1", "MIMOAGENT_DAGSTER_WAIT": "0"}, ingest=False)
     assert "recording finishes in the background" in proc.stderr
     assert f"{WAIT_LINE} 0.0" in (out / LOG_FILE).read_text()
     # The recorder may still be creating this new home's tables: open it as every mimoagent process does,

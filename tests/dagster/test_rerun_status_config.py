@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from mimo_assets.jobs import EvaluateConfig
+from mimo_assets.evaluate import EvaluateConfig
 from mimo_core.status import ExitStatus
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from dagster import AssetKey, AssetMaterialization, DagsterInstance, op
 from dagster import job as dagster_job
 
-from mimo_assets.helpers.batching import batches, emit_all
-from mimo_assets.helpers.pointers import POINTER, UNSTORED
+from mimo_assets.eventlog.batching import batches, emit_all
+from mimo_assets.eventlog.pointers import POINTER, UNSTORED
 
 ROLLOUTS, JUDGE, GRADED = AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded_results")
 

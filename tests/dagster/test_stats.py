@@ -7,9 +7,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from mimo_assets.helpers import ab, stats
-from mimo_assets.helpers.plots import pass_rate_png
-from mimo_assets.helpers.table import frame_from_run_dirs
+from mimo_assets.analysis import ab, stats
+from mimo_assets.analysis.plots import pass_rate_png
+from mimo_assets.analysis.table import frame_from_run_dirs
 from mimo_core.results import ResultRecord, ResultsStore
 from mimo_core.status import ExitStatus
 
@@ -30,7 +30,7 @@ def _write(run_dir: Path, config: str, outcomes: dict[str, list[bool | None]], *
 def test_wilson_interval_matches_reference_values() -> None:
     lo, hi = stats.wilson_interval(5, 10)
     assert (round(lo, 4), round(hi, 4)) == (0.2366, 0.7634)
-    assert stats.wilson_interval(0, 10)[0] == 0.0 and stats.wilson_interval(10, 10)[1] == pytest.approx(1.0)
+    assert stats.wilson_interval(0, 10)[0] == 0.0 and stats.wilson_interval(10, 10)[1] == 1.0
     assert stats.wilson_interval(0, 0) == (0.0, 1.0)
 
 
@@ -57,14 +57,14 @@ def test_results_frame_has_every_record_of_every_run_folder(two_runs: pl.DataFra
 
 
 def test_pass_rate_per_config_leaves_infra_errors_out(two_runs: pl.DataFrame) -> None:
-    rates = {r["config_name"]: r for r in stats.pass_rate_by_config(two_runs).iter_rows(named=True)}
+    rates = {r["config_name"]: r for r in stats.pass_rates(two_runs).iter_rows(named=True)}
     assert (rates["A"]["rollouts"], rates["A"]["passed"]) == (7, 4)
     assert rates["B"]["pass_rate"] == pytest.approx(5 / 8)
     assert rates["A"]["ci_low"] < rates["A"]["pass_rate"] < rates["A"]["ci_high"]
 
 
 def test_pass_at_k_per_config_goes_up_to_the_rollouts_every_instance_has(two_runs: pl.DataFrame) -> None:
-    pak = stats.pass_at_k_by_config(two_runs)
+    pak = stats.pass_at_k_table(two_runs)
     b2 = pak.filter((pl.col("config_name") == "B") & (pl.col("k") == 2))["pass_at_k"][0]
     assert b2 == pytest.approx((1 + 1 + 0 + 1) / 4)
     assert pak.filter(pl.col("config_name") == "A")["k"].to_list() == [1]  # i4 has one scored rollout
@@ -81,16 +81,16 @@ def test_paired_comparison_uses_shared_instances_and_names_flips(two_runs: pl.Da
 
 
 def test_usage_and_exit_statuses_per_config(two_runs: pl.DataFrame) -> None:
-    usage = stats.usage_by_config(two_runs).filter(pl.col("config_name") == "A").row(0, named=True)
+    usage = stats.usage(two_runs).filter(pl.col("config_name") == "A").row(0, named=True)
     assert usage["tokens_total"] == 8 * 110 and usage["cost_total"] == pytest.approx(0.08)
-    exits = stats.exit_statuses_by_config(two_runs).filter(pl.col("config_name") == "A").row(0, named=True)
-    assert exits == {"config_name": "A", "model_error": 1, "submitted": 7}
+    exits = stats.exit_statuses(two_runs).filter(pl.col("config_name") == "A").row(0, named=True)
+    assert exits == {"dataset": "-", "run_kind": "rollout", "config_name": "A", "model_error": 1, "submitted": 7}
 
 
 def test_pass_rates_render_as_markdown_and_a_png(two_runs: pl.DataFrame) -> None:
-    md = stats.to_markdown(stats.pass_rate_by_config(two_runs))
-    assert md.splitlines()[0].startswith("| config_name |") and "| A |" in md
-    assert pass_rate_png(stats.pass_rate_by_config(two_runs)).startswith(b"\x89PNG")
+    md = stats.to_markdown(stats.pass_rates(two_runs))
+    assert md.splitlines()[0].startswith("| dataset | run_kind | config_name |") and "| - | rollout | A |" in md
+    assert pass_rate_png(stats.pass_rates(two_runs)).startswith(b"\x89PNG")
 
 
 def test_newcombe_unpaired_interval_matches_newcombe_1998() -> None:
@@ -145,3 +145,60 @@ def test_an_id_two_datasets_share_is_two_instances_in_the_comparison(tmp_path: P
     pair = ab.compare(df, "A", "B")
     assert pair["design"] == "unpaired" and pair["shared_instances"] == 0 and (pair["n_a"], pair["n_b"]) == (4, 4)
     assert ab.compare(df.with_columns(dataset=pl.lit("x")), "A", "B")["design"] == "paired"  # one dataset: shared
+
+
+N_MAX = 5000
+BLOCK = 500
+
+
+def test_wilson_interval_agrees_with_statsmodels_stays_in_0_1_and_holds_the_rate_for_every_n() -> None:
+    """n = 1..5000, all-pass, all-fail and a middle count: the reference interval (statsmodels' Wilson),
+    except that ours is clamped into [0, 1] and never leaves the observed rate outside (the formula's bound
+    is 0.9999999999999999 for 1008/1008, which made the plot's error bar negative)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    for n in range(1, N_MAX + 1):
+        for passed in (0, n // 3, n):
+            lo, hi = stats.wilson_interval(passed, n)
+            ref_lo, ref_hi = proportion_confint(passed, n, alpha=0.05, method="wilson")
+            p = passed / n
+            assert 0.0 <= lo <= p <= hi <= 1.0, (passed, n, lo, hi)
+            assert lo == pytest.approx(max(0.0, ref_lo), abs=1e-12) and hi == pytest.approx(min(1.0, ref_hi), abs=1e-12)
+        assert stats.wilson_interval(n, n)[1] == 1.0 and stats.wilson_interval(0, n)[0] == 0.0
+
+
+def _rates_table(ns: range, passed_all: bool) -> pl.DataFrame:
+    """What stats.pass_rates gives for one config per n: n rollouts, all passing or all failing."""
+    rows = []
+    for n in ns:
+        passed = n if passed_all else 0
+        lo, hi = stats.wilson_interval(passed, n)
+        rows.append({"dataset": "d", "run_kind": "rollout", "config_name": f"c{n:05d}", "rollouts": n, "instances": n,
+                     "passed": passed, "pass_rate": passed / n, "ci_low": lo, "ci_high": hi, "night": f"n{n:05d}"})
+    return pl.DataFrame(rows)
+
+
+@pytest.mark.parametrize("passed_all", [True, False], ids=["all-pass", "all-fail"])
+@pytest.mark.parametrize("first", range(1, N_MAX + 1, BLOCK), ids=lambda f: f"n={f}..{f + BLOCK - 1}")
+def test_the_plots_draw_for_every_n_when_everything_passes_or_fails(first: int, passed_all: bool) -> None:
+    """Every n of the block as a bar (pass rates) and as a night of one line (the trend)."""
+    from mimo_assets.analysis.plots import error_bars, trend_png
+
+    table = _rates_table(range(first, first + BLOCK), passed_all)
+    below, above = error_bars(table["pass_rate"].to_list(), table["ci_low"].to_list(), table["ci_high"].to_list())
+    assert min(below) >= 0 and min(above) >= 0
+    assert pass_rate_png(table.drop("night")).startswith(b"\x89PNG")
+    assert trend_png(table.with_columns(config_name=pl.lit("c"))).startswith(b"\x89PNG")
+
+
+def test_newcombe_unpaired_agrees_with_statsmodels_over_a_grid() -> None:
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    for n_a, n_b in ((1, 1), (5, 9), (20, 20), (37, 12), (200, 150)):
+        for x_a in sorted({0, n_a // 2, n_a}):
+            for x_b in sorted({0, n_b // 3, n_b}):
+                d, lo, hi = ab.newcombe_unpaired(x_a, n_a, x_b, n_b)
+                ref_lo, ref_hi = confint_proportions_2indep(x_b, n_b, x_a, n_a, method="newcomb", compare="diff")
+                assert d == pytest.approx(x_b / n_b - x_a / n_a)
+                assert lo == pytest.approx(ref_lo, abs=1e-9) and hi == pytest.approx(ref_hi, abs=1e-9), (x_a, x_b)
+                assert -1 <= lo <= d <= hi <= 1

@@ -17,8 +17,9 @@ import pytest
 from dagster import DagsterInstance
 
 from mimo_assets.definitions import defs
-from mimo_core.testing import chromium
-from mimo_core.testing.tasks import write_named_config, write_tasks
+from mimo_assets.partitions import dataset_name
+from testkit import chromium
+from testkit.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO
 
 ARTIFACTS = REPO / "outputs" / "test-artifacts"
@@ -111,7 +112,8 @@ def test_ui_partitions_are_planned_failed_or_done_per_dataset_and_the_trend_plot
 
     trend = chromium.dump_dom(f"{webserver}/assets/pass_rate_trend")  # the overview, no click
     assert re.search(r'<img src="data:image/svg\+xml,[^"]+" alt="pass rate per night"', trend), trend[-5000:]
-    assert "royalblue: good 100%" in chromium.visible_text(trend)
+    line = f"royalblue: good ({dataset_name(str(first))} · rollout) 100%"  # a line per dataset, kind and config
+    assert line in chromium.visible_text(trend), chromium.visible_text(trend)[:3000]
     for url, name in ((graph, "dagster_asset_graph.png"), (f"{webserver}/assets/pass_rate_trend", "dagster_trend.png")):
         shot = chromium.screenshot(url, ARTIFACTS / name)
         assert shot.stat().st_size > 20_000

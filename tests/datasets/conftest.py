@@ -10,7 +10,8 @@ import pytest
 from mimo_core.config import EnvironmentConfig
 from mimo_core.datasets.base import Task
 from mimo_core.datasets.loader import load_tasks
-from mimo_core.environments.base import Environment, SandboxSpec, make_environment
+from mimo_core.environments.base import Environment, SandboxSpec
+from mimo_core.environments.registry import make_environment
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.jsonl"
 

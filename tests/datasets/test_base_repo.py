@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from mimo_core.datasets.base_repo import prepared_base
+from mimo_core.datasets.git import BASE_REF
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.datasets.registry import get_dataset_type
-from mimo_core.datasets.repo_dataset import BASE_REF, RepoTask
+from mimo_core.datasets.repo_dataset import RepoTask
 from mimo_core.environments.base import Environment, SandboxSpec
 from tests.host_needs import in_ci
 

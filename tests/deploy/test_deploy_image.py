@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.testing.deploy_image import build
-from mimo_core.testing.dockerd import DockerdInfo, use_dockerd
+from testkit.deploy_image import build
+from testkit.dockerd import DockerdInfo, use_dockerd
 from tests.host_needs import unavailable
 
 REPO = Path(__file__).resolve().parents[2]

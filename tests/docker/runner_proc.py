@@ -12,7 +12,7 @@ import time
 
 from mimo_core.config import EnvironmentConfig
 from mimo_core.environments.base import SandboxSpec
-from mimo_core.environments.docker import DockerEnvironment
+from mimo_core.environments.docker.environment import DockerEnvironment
 
 
 def main() -> None:

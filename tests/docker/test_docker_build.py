@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.environments.docker_images import build_tag
+from mimo_core.environments.docker.images import build_tag
 from mimo_core.errors import SandboxError
 
 
@@ -74,8 +74,8 @@ def test_image_prefix_reaches_the_from_lines_of_a_build(docker_client, tmp_path)
     succeed if the prefix reached its FROM line."""
     from mimo_core.config import EnvironmentConfig
     from mimo_core.environments.base import SandboxSpec
-    from mimo_core.environments.docker import DockerEnvironment
-    from mimo_core.testing.dockerd import BASE_IMAGE
+    from mimo_core.environments.docker.environment import DockerEnvironment
+    from testkit.dockerd import BASE_IMAGE
 
     mirror = f"mirror-{uuid.uuid4().hex[:8]}.test/"
     docker_client.images.get(BASE_IMAGE).tag(f"{mirror}only-on-the-mirror", "1")
@@ -96,7 +96,7 @@ def test_image_prefix_reaches_the_from_lines_of_a_build(docker_client, tmp_path)
 
 
 def test_prefix_from_lines_leaves_stages_scratch_and_build_args_alone() -> None:
-    from mimo_core.environments.docker_images import prefix_from_lines
+    from mimo_core.environments.docker.images import prefix_from_lines
 
     dockerfile = ("FROM python:3.11 AS build\nFROM --platform=linux/amd64 debian:12\nFROM build\n"
                   "FROM scratch\nFROM $BASE\nFROM m.io/already\nRUN echo FROM x\n")
@@ -104,3 +104,19 @@ def test_prefix_from_lines_leaves_stages_scratch_and_build_args_alone() -> None:
         "FROM m.io/python:3.11 AS build\nFROM --platform=linux/amd64 m.io/debian:12\nFROM build\n"
         "FROM scratch\nFROM $BASE\nFROM m.io/already\nRUN echo FROM x\n")
     assert prefix_from_lines(dockerfile, "") == dockerfile
+
+
+def test_an_image_that_cannot_be_pulled_or_built_says_both_and_names_the_registry(make_docker_env, tmp_path) -> None:
+    """A DeepSWE row on a machine that cannot reach its registry: the pull fails first, then the build
+    from its Dockerfile; the first line of the error (what the console shows) says all of it."""
+    ctx = tmp_path / "environment"
+    ctx.mkdir()
+    (ctx / "Dockerfile").write_text("FROM mimo-tests/no-such-base-image:never\nWORKDIR /app\n")
+    image = "public.ecr.aws/mimo-tests/no-such-task-image:v1"
+    env = make_docker_env(image=image, dockerfile_dir=str(ctx), start=False)
+    with pytest.raises(SandboxError) as caught:
+        env.start()
+    first = str(caught.value).splitlines()[0]
+    assert f"image {image!r} is not on the engine and could not be pulled from the registry public.ecr.aws" in first
+    assert f"its Dockerfile ({ctx}) was built instead, and the build failed: " in first
+    assert first.split("the build failed: ", 1)[1].strip()  # the engine's own reason

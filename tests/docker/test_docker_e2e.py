@@ -16,10 +16,10 @@ from mimo_core.config import EnvironmentConfig
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.datasets.registry import get_dataset_type
 from mimo_core.environments.base import SandboxSpec
-from mimo_core.environments.docker import DockerEnvironment
+from mimo_core.environments.docker.environment import DockerEnvironment
 from mimo_core.results import ResultsStore
-from mimo_core.testing.scripted_llm import Reply, call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import Reply, call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
 
 REPO = Path(__file__).resolve().parents[2]

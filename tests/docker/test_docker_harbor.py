@@ -13,7 +13,7 @@ from mimo_core.batch import run_jobs
 from mimo_core.config import load_config
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.plan import RunRequest, plan_run
-from mimo_core.testing.scripted_llm import call, turns
+from testkit.scripted_llm import call, turns
 from tests.core.conftest import SECRET, base_url
 from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_rows
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.environments.docker_cleanup import cleanup
+from mimo_core.environments.docker.cleanup import cleanup
 from mimo_core.errors import SandboxError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,24 +30,6 @@ def _runner(run_id: str, mode: str, n: int = 1) -> subprocess.Popen:
     if mode != "raise":
         assert line.strip() == "READY", proc.stderr.read()
     return proc
-
-
-def test_stop_removes_the_container_and_is_idempotent(make_docker_env, docker_client) -> None:
-    run_id = f"t-{uuid.uuid4().hex[:8]}"
-    env = make_docker_env(labels={"mimoagent.run_id": run_id})
-    assert len(_containers(docker_client, run_id)) == 1
-    env.stop()
-    env.stop()
-    assert _containers(docker_client, run_id) == []
-
-
-def test_failed_start_leaves_no_container(make_docker_env, docker_client) -> None:
-    run_id = f"t-{uuid.uuid4().hex[:8]}"
-    env = make_docker_env(labels={"mimoagent.run_id": run_id}, seed_dir="/nonexistent/seed", start=False)
-    with pytest.raises(SandboxError, match="seed_dir"):
-        env.start()
-    env.stop()  # what the rollout does after any failure
-    assert _containers(docker_client, run_id) == []
 
 
 def test_missing_image_without_dockerfile_is_a_clear_sandbox_error(make_docker_env) -> None:

@@ -70,10 +70,28 @@ def test_host_ca_bundle_is_mounted_when_the_task_has_network(make_docker_env) ->
     assert off.execute("echo ${NODE_EXTRA_CA_CERTS:-unset}").output.strip() == "unset"
 
 
-def test_agent_cannot_kill_the_container_from_inside(make_docker_env) -> None:
+def test_task_containers_are_unprivileged_limited_and_mount_no_host_path(make_docker_env) -> None:
+    """The hostile-agent rules for a task container: not privileged, no added capability, no setuid
+    escalation, a pids limit even when the row sets none, and no host path or socket mounted (the CA
+    bundle of a network row is copied in)."""
+    env = make_docker_env(network=True)
+    env.container.reload()
+    host = env.container.attrs["HostConfig"]
+    assert host["Privileged"] is False and not host.get("CapAdd")
+    assert "no-new-privileges" in (host.get("SecurityOpt") or [])
+    assert host["PidsLimit"] == 4096
+    assert not host.get("Binds") and not env.container.attrs.get("Mounts"), env.container.attrs.get("Mounts")
+    bundle = env.execute("head -c 27 /etc/ssl/certs/ca-certificates.crt")
+    assert bundle.returncode == 0 and bundle.output.startswith("-----BEGIN CERTIFICATE-----"), bundle.output
+
+
+def test_begin_grading_ends_every_process_of_the_agent_and_keeps_its_files(make_docker_env) -> None:
     env = make_docker_env()
-    env.execute("pkill sleep; kill -9 -1; kill -9 1; true", timeout=10)
-    assert env.execute("echo alive").output == "alive\n"
-    env.execute("for i in 1 2 3; do (sleep 0.1 &) ; done; sleep 0.5")
-    zombies = env.execute("ps -eo stat,args | awk '$1 ~ /^Z/' | wc -l").output.strip()
-    assert zombies == "0"
+    env.execute("echo work > /testbed/kept.txt; (setsid sh -c 'while :; do sleep 1; done' &) ; "
+                "nohup sleep 600 >/dev/null 2>&1 &")
+    old_scratch = env.scratch_dir
+    assert env.begin_grading() >= 2
+    left = env.execute("ps -eo args= | grep -F -e 'sleep 600' -e 'sleep 1;' | grep -v grep")
+    assert left.output.strip() == "", left.output
+    assert env.execute("cat /testbed/kept.txt").output == "work\n"
+    assert env.scratch_dir != old_scratch and env.execute(f"test -d {env.scratch_dir}").returncode == 0

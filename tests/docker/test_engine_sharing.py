@@ -5,12 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from mimo_core.testing import dockerd as engine
+from testkit import dockerd as engine
 
 
 def test_the_engine_is_not_stopped_while_a_user_holds_it(dockerd) -> None:
     # This pytest process holds the engine (the session fixture): another process asking to stop it fails.
-    proc = subprocess.run([sys.executable, "-m", "mimo_core.testing.dockerd", "--stop"],
+    proc = subprocess.run([sys.executable, "-m", "testkit.dockerd", "--stop"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "not stopped" in proc.stdout

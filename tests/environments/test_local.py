@@ -1,23 +1,23 @@
-"""LocalEnvironment against real processes and real files."""
+"""LocalEnvironment against real processes and real files: what is particular to it (host folders, the
+mapped task cwd, one exec shell, bubblewrap). What every backend does: test_contract_*.py."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
-import stat
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from mimo_core.config import EnvironmentConfig
-from mimo_core.environments.base import SandboxSpec, make_environment
-from mimo_core.environments.local import LocalEnvironment
+from mimo_core.environments.base import SandboxSpec
+from mimo_core.environments.registry import make_environment
 from mimo_core.errors import SandboxError
 from tests.environments.conftest import MakeEnv
-from tests.host_needs import needs_bwrap
+from tests.host_needs import needs_bwrap, unavailable
 
 
 def _dead(pid: int) -> bool:
@@ -58,71 +58,12 @@ def test_make_environment_builds_local_backend() -> None:
         env.stop()
 
 
-def test_two_environments_do_not_share_working_dirs(make_env: MakeEnv) -> None:
+def test_each_sandbox_has_its_own_host_folders_and_home(make_env: MakeEnv) -> None:
+    """On this host, folders tell sandboxes apart (that they share no files, that profiles are not read
+    and the runner's secrets stay out: the contract suite, test_contract_*.py)."""
     a, b = make_env(), make_env()
-    assert a.spec.cwd != b.spec.cwd and a.scratch_dir != b.scratch_dir
-    a.execute("echo mine > f.txt")
-    assert b.execute("ls").output == ""
-    assert b.execute("cat f.txt").returncode != 0
-
-
-def test_seed_dir_is_copied_and_spec_env_is_set(make_env: MakeEnv, tmp_path: Path) -> None:
-    seed = tmp_path / "seed"
-    (seed / "src").mkdir(parents=True)
-    (seed / "src" / "a.py").write_text("print('a')\n")
-    env = make_env(seed_dir=str(seed), env={"TASK_VAR": "hello world"})
-    assert env.execute("cat src/a.py; echo $TASK_VAR").output == "print('a')\nhello world\n"
-    env.execute("echo changed > src/a.py")
-    assert (seed / "src" / "a.py").read_text() == "print('a')\n"
-
-
-def test_output_merges_stderr_and_keeps_exit_code(make_env: MakeEnv) -> None:
-    result = make_env().execute("echo out; echo err >&2; exit 3")
-    assert result.output == "out\nerr\n"
-    assert result.returncode == 3 and not result.timed_out
-
-
-def test_per_call_env_and_cwd(make_env: MakeEnv) -> None:
-    env = make_env()
-    os.mkdir(os.path.join(env.spec.cwd, "sub"))
-    out = env.execute("pwd; echo $EXTRA", cwd="sub", env={"EXTRA": "x"}).output.split()
-    assert out == [f"{env.spec.cwd}/sub", "x"]
-    missing = env.execute("pwd", cwd="nope")
-    assert missing.returncode != 0 and "nope" in missing.output
-
-
-def test_not_a_login_shell_and_host_secrets_stay_out(make_env: MakeEnv, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MIMO_TEST_API_KEY", "sk-secret")
-    env = make_env()
-    for profile in (".bash_profile", ".profile", ".bashrc"):
-        Path(env.home, profile).write_text("echo PROFILE_WAS_READ\n")
-    out = env.execute("env").output
-    assert "PROFILE_WAS_READ" not in out
-    assert "sk-secret" not in out
-    assert f"HOME={env.home}" in out
-
-
-def test_timeout_kills_the_process_group_and_env_keeps_working(make_env: MakeEnv) -> None:
-    env = make_env()
-    start = time.monotonic()
-    result = env.execute("echo started; sleep 100 & echo $! > bg.pid; sleep 100", timeout=0.5)
-    assert time.monotonic() - start < 5
-    assert result.timed_out and "started" in result.output
-    bg_pid = int(Path(env.spec.cwd, "bg.pid").read_text())
-    assert _wait_dead(bg_pid), "the background child of a timed-out command survived"
-    again = env.execute("echo still alive")
-    assert again.output == "still alive\n" and again.returncode == 0
-
-
-def test_background_job_does_not_hold_the_call_and_stop_kills_it(make_env: MakeEnv) -> None:
-    env = make_env()
-    start = time.monotonic()
-    result = env.execute("sleep 60 & echo $! > bg.pid; echo done")
-    assert time.monotonic() - start < 5 and result.output == "done\n"
-    bg_pid = int(Path(env.spec.cwd, "bg.pid").read_text())
-    assert not _dead(bg_pid)
-    env.stop()
-    assert _wait_dead(bg_pid)
+    assert a.spec.cwd != b.spec.cwd and a.scratch_dir != b.scratch_dir and a.home != b.home
+    assert f"HOME={a.home}\n" in a.execute("env").output
 
 
 def test_commands_are_subshells_of_one_shell_and_leave_no_state(make_env: MakeEnv) -> None:
@@ -147,42 +88,6 @@ def test_a_command_after_interrupt_runs_in_a_new_shell(make_env: MakeEnv) -> Non
     assert again.returncode == 0 and again.output.split()[1:] == ["ran"] and again.output.split()[0] != old
 
 
-def test_file_methods_and_copies(make_env: MakeEnv, tmp_path: Path) -> None:
-    env = make_env()
-    env.write_file("deep/dir/f.sh", b"#!/bin/sh\necho hi\n", mode=0o755)
-    assert env.execute("./deep/dir/f.sh").output == "hi\n"
-    env.write_file("deep/dir/f.sh", b"#!/bin/sh\necho changed\n")
-    assert stat.S_IMODE(os.stat(os.path.join(env.spec.cwd, "deep/dir/f.sh")).st_mode) == 0o755
-    assert env.read_file("deep/dir/f.sh") == b"#!/bin/sh\necho changed\n"
-    with pytest.raises(FileNotFoundError):
-        env.read_file("missing.txt")
-
-    src = tmp_path / "payload"
-    (src / "inner").mkdir(parents=True)
-    (src / "inner" / "x.txt").write_text("x")
-    env.copy_in(src, "/testbed/vendor")
-    assert env.execute("cat vendor/inner/x.txt").output == "x"
-    env.copy_out("vendor/inner/x.txt", tmp_path / "out" / "x.txt")
-    assert (tmp_path / "out" / "x.txt").read_text() == "x"
-    env.copy_out("deep", tmp_path / "deep_out")
-    assert (tmp_path / "deep_out" / "dir" / "f.sh").exists()
-
-
-def test_stop_removes_everything_and_is_idempotent(make_env: MakeEnv) -> None:
-    env = make_env()
-    base = Path(env.spec.cwd).parent
-    env.execute("mkdir -p locked/in && touch locked/in/f && chmod -R a-w locked")
-    env.stop()
-    assert not base.exists()
-    env.stop()
-    with pytest.raises(SandboxError):
-        env.execute("true")
-
-
-def test_stop_before_start_is_safe() -> None:
-    LocalEnvironment(SandboxSpec(), EnvironmentConfig()).stop()
-
-
 # -- bubblewrap ------------------------------------------------------------------------------------
 
 def test_bwrap_missing_is_a_clear_sandbox_error(make_env: MakeEnv, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,10 +97,10 @@ def test_bwrap_missing_is_a_clear_sandbox_error(make_env: MakeEnv, monkeypatch: 
 
 
 class _Listener:
-    """A TCP server on the host's 127.0.0.1 that accepts and closes connections."""
+    """A TCP server on one of the host's addresses (127.0.0.1 by default) that accepts and closes connections."""
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.sock = socket.create_server((host, 0))
         self.port = self.sock.getsockname()[1]
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -211,21 +116,37 @@ class _Listener:
         self.sock.close()
 
 
+def _outward_address() -> str:
+    """This host's address on its default route (no packet is sent): what a sandbox with network reaches
+    the way it would reach any other machine."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))
+        address = probe.getsockname()[0]
+    if address.startswith("127."):
+        unavailable("this host has no address but loopback: outbound network cannot be told apart")
+    return address
+
+
 @needs_bwrap
-def test_bwrap_has_no_network_unless_the_task_allows_it(make_env: MakeEnv) -> None:
-    listener = _Listener()
+def test_bwrap_never_reaches_the_hosts_loopback_and_has_outbound_network_only_when_allowed(
+        make_env: MakeEnv) -> None:
+    loopback, outward = _Listener(), _Listener(_outward_address())
     try:
-        probe = f"exec 3<>/dev/tcp/127.0.0.1/{listener.port} && echo connected"
-        assert make_env().execute(probe, timeout=5).output.strip() == "connected"
+        to_loopback = f"exec 3<>/dev/tcp/127.0.0.1/{loopback.port} && echo connected"
+        to_gateway = f"exec 3<>/dev/tcp/10.0.2.2/{loopback.port} && echo connected"
+        to_outward = f"exec 3<>/dev/tcp/{outward.sock.getsockname()[0]}/{outward.port} && echo connected"
+        assert make_env().execute(to_loopback, timeout=5).output.strip() == "connected"  # no sandbox: the host's
         # /proc/net/dev lists the sandbox's own namespace (/sys is the host's: it shows host veths)
         inside = make_env(sandbox="bwrap", network=False).execute(
-            probe + "; awk -F: 'NR>2{print $1}' /proc/net/dev", timeout=5)
+            f"{to_loopback}; {to_outward}; awk -F: 'NR>2{{print $1}}' /proc/net/dev", timeout=10)
         assert "connected" not in inside.output
         assert inside.output.split()[-1] == "lo" and "veth" not in inside.output
-        allowed = make_env(sandbox="bwrap", network=True).execute(probe, timeout=5)
-        assert allowed.output.strip() == "connected"
+        allowed = make_env(sandbox="bwrap", network=True)
+        assert "connected" not in allowed.execute(f"{to_loopback}; {to_gateway}", timeout=10).output
+        assert allowed.execute(to_outward, timeout=10).output.strip() == "connected"
     finally:
-        listener.close()
+        loopback.close()
+        outward.close()
 
 
 @needs_bwrap
@@ -265,20 +186,6 @@ def test_bwrap_environments_are_isolated_from_each_other(make_env: MakeEnv, host
     assert not Path(b.spec.cwd, "from_a.txt").exists()
 
 
-@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
-def test_commands_from_two_threads_run_side_by_side(make_env: MakeEnv, sandbox: str) -> None:
-    """One exec shell (and one sandbox), yet a long command in one thread does not hold up another
-    thread's command."""
-    env = make_env(sandbox=sandbox)
-    with ThreadPoolExecutor(2) as pool:
-        slow = pool.submit(env.execute, "sleep 2; echo slow", 10)
-        time.sleep(0.3)
-        start = time.monotonic()
-        assert env.execute("echo quick").output == "quick\n"
-        assert time.monotonic() - start < 1.5
-        assert slow.result().output == "slow\n"
-
-
 @needs_bwrap
 def test_bwrap_one_sandbox_per_rollout_not_per_command(make_env: MakeEnv) -> None:
     """Commands and the bash tool's shell share one bwrap instance: one PID namespace, where a bwrap
@@ -292,3 +199,41 @@ def test_bwrap_one_sandbox_per_rollout_not_per_command(make_env: MakeEnv) -> Non
     seen |= {bash.run({"command": probe}, env).output.split("\n")[0] + "\n" for _ in range(2)}
     assert len(seen) == 1 and next(iter(seen)).startswith("pid:["), seen
     assert os.readlink("/proc/self/ns/pid") + "\n" not in seen  # and it is not the host's namespace
+
+
+_SLIRP_CHILD = """
+import os
+from mimo_core.config import EnvironmentConfig
+from mimo_core.environments.base import SandboxSpec
+from mimo_core.environments.local.environment import LocalEnvironment
+env = LocalEnvironment(SandboxSpec(cwd="/testbed", network=True), EnvironmentConfig(sandbox="bwrap",
+                       backend_kwargs={"root": os.environ["ROOT"]}))
+env.start()
+print(env._bwrap._slirp.proc.pid, flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+@needs_bwrap
+def test_a_sandboxes_network_helper_ends_with_its_runner_even_after_sigkill(tmp_path: Path) -> None:
+    """slirp4netns runs in its own session (a Ctrl-C meant for the runner must not reach it), so only its
+    exit pipe ties it to the runner: a SIGKILLed runner must not leave it running for good."""
+    import subprocess
+    import sys
+
+    if shutil.which("slirp4netns") is None:
+        unavailable("slirp4netns is not installed (apt-get install slirp4netns)")
+    out = subprocess.run([sys.executable, "-c", _SLIRP_CHILD], env={**os.environ, "ROOT": str(tmp_path)},
+                         capture_output=True, text=True, timeout=120)
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return  # gone
+        if state == "Z":
+            return  # exited, waiting for init to reap it
+        time.sleep(0.1)
+    os.kill(pid, 9)
+    raise AssertionError(f"slirp4netns {pid} outlived its SIGKILLed runner")

@@ -10,7 +10,7 @@ import time
 import uuid
 from pathlib import Path
 
-from mimo_core.environments.local_cleanup import (
+from mimo_core.environments.local.cleanup import (
     LABEL_FILE,
     SandboxLabel,
     cleanup,
@@ -18,7 +18,7 @@ from mimo_core.environments.local_cleanup import (
     read_label,
     remove_tree,
 )
-from mimo_core.environments.local_procs import SANDBOX_VAR, marked_pids
+from mimo_core.environments.local.procs import SANDBOX_VAR, marked_pids
 from tests.environments.conftest import MakeEnv
 
 
@@ -136,7 +136,7 @@ def test_removing_a_symlink_never_changes_its_targets_mode(tmp_path: Path) -> No
 def test_a_killed_runners_scratch_folder_is_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
     """Base repositories and verifier evidence live in a labelled per-process folder: a runner killed
     before its exit handler leaves it, and the next sweep of the temp dir removes it."""
-    code = ("import os, sys; from mimo_core.environments.local_cleanup import process_scratch; "
+    code = ("import os, sys; from mimo_core.environments.local.cleanup import process_scratch; "
             "d = process_scratch(); (d / 'base-repos').mkdir(); print(d, flush=True); "
             "sys.stdin.read() if sys.argv[1] == 'wait' else os.kill(os.getpid(), 9)")
     env = {**os.environ, "TMPDIR": str(tmp_path)}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.environments.task_cwd import bwrap_task_cwd_args
+from mimo_core.environments.local.task_cwd import bwrap_task_cwd_args
 from mimo_core.errors import SandboxError
 from tests.environments.conftest import MakeEnv
 from tests.host_needs import needs_bwrap

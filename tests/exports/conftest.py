@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import ScriptedLLM, call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli
 
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from mimo_core.exports.write import run_export
-from mimo_core.testing.harbor_atif import harbor_atif_errors
-from mimo_core.testing.output_folders import write_output_folder
+from testkit.harbor_atif import harbor_atif_errors
+from testkit.output_folders import write_output_folder
 
 
 def test_atif_keeps_malformed_arguments_and_notes_unaligned_calls(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 
 from mimo_core.exports.source import ExportFilter, select_latest
-from mimo_core.exports.write import run_export, write_export
+from mimo_core.exports.write import EmptyExport, run_export, write_export
 from mimo_core.status import ExitStatus
-from mimo_core.testing.harbor_atif import harbor_atif_errors
+from testkit.harbor_atif import harbor_atif_errors
 from tests.exports.conftest import ScriptedRun
 
 
@@ -46,10 +46,9 @@ def test_sft_export_has_one_row_per_rollout_in_chat_format(scripted_run: Scripte
 def test_sft_filters_keep_matching_rollouts(scripted_run: ScriptedRun, tmp_path: Path) -> None:
     assert run_export("sft", [scripted_run.out], tmp_path / "a", ExportFilter(configs=["plain"])).rollouts == 2
     assert run_export("sft", [scripted_run.out], tmp_path / "b", ExportFilter(min_reward=1.0)).rollouts == 4
-    none = run_export("sft", [scripted_run.out], tmp_path / "c", ExportFilter(statuses=[ExitStatus.STEP_LIMIT]))
-    assert none.rollouts == 0
-    empty = pl.read_parquet(tmp_path / "c" / "sft.parquet")
-    assert empty.height == 0 and "messages" in empty.columns  # the schema is there even with no row
+    with pytest.raises(EmptyExport, match="nothing to export"):  # a 0-row parquet is what loaders choke on
+        run_export("sft", [scripted_run.out], tmp_path / "c", ExportFilter(statuses=[ExitStatus.STEP_LIMIT]))
+    assert not (tmp_path / "c" / "sft.parquet").exists() and (tmp_path / "c" / "sft_report.json").exists()
 
 
 def test_rl_export_has_the_token_ids_the_server_sent(scripted_run: ScriptedRun, tmp_path: Path,
@@ -58,7 +57,7 @@ def test_rl_export_has_the_token_ids_the_server_sent(scripted_run: ScriptedRun, 
     assert report.rollouts == 2 and report.rows == 4  # the tok rollouts, two calls each
     skipped = {Path(s.rollout).relative_to(scripted_run.out).as_posix(): s.reason for s in report.skipped}
     assert set(skipped) == {"greet-0/plain/0", "greet-1/plain/0"}  # no token ids: named, not dropped silently
-    assert all("no token ids" in r for r in skipped.values())
+    assert all("lack token ids" in r and "prompt token ids and completion token ids" in r for r in skipped.values())
     saved = json.loads((tmp_path / "rl_report.json").read_text())
     assert len(saved["skipped"]) == 2
 
@@ -101,7 +100,7 @@ def test_return_token_ids_on_another_protocol_is_a_config_error(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from mimo_core.config import load_configs
     from mimo_core.errors import ConfigError
-    from mimo_core.testing.tasks import write_config
+    from testkit.tasks import write_config
 
     monkeypatch.setenv("MIMO_TEST_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("MIMO_TEST_API_KEY", "k")

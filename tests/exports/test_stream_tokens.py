@@ -7,9 +7,9 @@ import json
 import urllib.request
 from typing import Any
 
-from mimo_core.agents.cli.streams import reassemble
-from mimo_core.models.chat import token_fields
-from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
+from mimo_core.agents.blackbox.streams import reassemble
+from mimo_core.models.token_ids import token_fields
+from testkit.scripted_llm import ScriptedLLM, call, turns
 
 
 def _post(url: str, body: dict[str, Any]) -> bytes:
@@ -29,9 +29,9 @@ def test_streamed_token_ids_equal_the_unstreamed_ones() -> None:
         raw = _post(url, {**body, "stream": True})
         plain = json.loads(_post(url, {**body, "logprobs": False, "return_token_ids": False}))
     streamed = reassemble("chat", raw, is_stream=True)
-    prompt, completion, logprobs = token_fields(streamed)
-    assert prompt and completion and logprobs
-    assert (prompt, completion, logprobs) == token_fields(whole)
+    fields = token_fields(streamed)
+    assert fields.prompt_ids and fields.completion_ids and fields.logprobs
+    assert fields == token_fields(whole)
     assert json.loads(streamed["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])["path"] == \
         "greeting.txt"
-    assert token_fields(plain) == (None, None, None)  # not asked for: none sent
+    assert token_fields(plain).missing() == ["prompt token ids", "completion token ids"]  # not asked for

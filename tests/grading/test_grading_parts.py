@@ -9,10 +9,11 @@ import pytest
 
 from mimo_core.config import EnvironmentConfig
 from mimo_core.datasets.paths import PathMap
-from mimo_core.environments.base import Environment, SandboxSpec, make_environment
+from mimo_core.environments.base import Environment, SandboxSpec
+from mimo_core.environments.registry import make_environment
 from mimo_core.grading.patch import apply_patch
+from mimo_core.grading.pytest_summary import parse_pytest
 from mimo_core.grading.reward import read_reward
-from mimo_core.grading.testlog import parse_pytest
 
 
 @pytest.fixture

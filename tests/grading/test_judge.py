@@ -11,7 +11,7 @@ from mimo_core.datasets.base import Rubric
 from mimo_core.datasets.generic import GenericTask
 from mimo_core.grading.rubric import parse_verdict, rubric_items
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import ScriptedLLM, call, turns
+from testkit.scripted_llm import ScriptedLLM, call, turns
 
 ITEMS = rubric_items(["Adds a test", {"criterion": "Keeps the API", "weight": 3}])
 
@@ -49,14 +49,14 @@ def test_judge_inspects_environment_and_scores_each_rubric(tmp_path: Path, new_e
         env = new_env(dtype.sandbox_spec(task, None, 30, True))
         dtype.setup(env, task)
         env.write_file(f"{env.spec.cwd}/answer.txt", b"42\n")
-        result = run_judge(cfg, task, env, tmp_path / "judge")
+        result = run_judge(cfg, task, env, tmp_path / "judge", shell=True, submission="diff --git a/x b/x")
         first_request = llm.requests[0].body["messages"]
         second_request = llm.requests[1].body["messages"]
     assert result.error is None and result.exit_status == ExitStatus.SUBMITTED
     assert [s.score for s in result.scores] == [0.0, 1.0] and result.scores[1].reason == "API unchanged"
     assert result.score == 0.75  # weighted: (0*1 + 1*3) / 4
     assert "1. Adds a test\n2. Keeps the API" in first_request[1]["content"]
-    assert "do not modify anything" in first_request[0]["content"]
+    assert "read-only" in first_request[0]["content"] and "diff --git a/x b/x" in first_request[1]["content"]
     assert any("42" in str(m.get("content")) for m in second_request if m["role"] == "tool")
     traj = json.loads((tmp_path / "judge" / "traj.json").read_text())
     assert traj["agent_type"] == "judge" and traj["steps"] == 2 and result.trajectory == "judge/traj.json"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mimo_core.testing.scripted_llm import call, turns
+from testkit.scripted_llm import call, turns
 from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_rows
 
 EDIT = "echo goodbye > greeting.txt"  # relative: /app exists only in a container or bwrap

@@ -70,3 +70,45 @@ def test_which_verifier_files_count_as_needed() -> None:
     assert missing_verifier_files({"test.sh": script, "grader.py": "...", "config.json": "{}",
                                    "out.txt": ""}) == []
     assert missing_verifier_files({"grader.py": "..."}) == ["tests/config.json", "tests/test.sh"]
+
+
+# The shape of DeepSWE's claude-code-by-agents-recursive-delegation verifier (written here, not copied):
+# vitest runs that exclude test folders by glob, beside real references to the task's /tests files.
+VITEST_TEST_SH = """#!/bin/bash
+cd /app || exit 6
+python3 /tests/grader.py prepare || exit $?
+( cd /app/backend && bunx vitest run --reporter=junit --outputFile=/logs/verifier/base.xml \\
+    --exclude="**/tests/new/**" \\
+    --exclude="**/tests/providers/openai.test.ts" --exclude='**/tests/handlers/*.test.ts' )
+( cd /app/frontend && bunx vitest run --exclude "**/tests/new/**" --exclude=**/src/App.test.tsx )
+( cd /app/backend && bunx vitest run tests/handlers/recursiveDelegation.test.ts )
+cat "${TESTS_DIR}/config.json" > /dev/null
+python3 /tests/grader.py grade
+"""
+
+
+def _vitest_task(root: Path, with_config: bool) -> Path:
+    task = root / "tasks" / "recursive-delegation"
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text('schema_version = "1.3"\n[metadata]\ntask_id = "recursive-delegation"\n')
+    (task / "instruction.md").write_text("Delegate recursively.\n")
+    (task / "tests" / "test.sh").write_text(VITEST_TEST_SH)
+    (task / "tests" / "grader.py").write_text("import json, os\nCONFIG = os.environ.get('TESTS_DIR', '/tests')\n")
+    if with_config:
+        (task / "tests" / "config.json").write_text('{"f2p_node_ids": [], "p2p_node_ids": []}\n')
+    return task.parent
+
+
+def test_a_glob_that_contains_tests_is_not_a_missing_verifier_file(tmp_path: Path) -> None:
+    proc = _convert(_vitest_task(tmp_path, with_config=True), tmp_path / "rows.jsonl")
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    [row] = map(json.loads, (tmp_path / "rows.jsonl").read_text().splitlines())
+    assert row["verifier_files_missing"] == []
+
+
+def test_a_real_reference_beside_the_globs_is_still_checked(tmp_path: Path) -> None:
+    proc = _convert(_vitest_task(tmp_path, with_config=False), tmp_path / "rows.jsonl")
+    assert proc.returncode == 0
+    assert proc.stderr.splitlines() == [
+        "warning: task recursive-delegation: verifier file(s) missing: tests/config.json "
+        "(row marked: grading it is a grading_error)"]

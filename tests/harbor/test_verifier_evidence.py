@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mimo_core.testing.scripted_llm import call, turns
+from testkit.scripted_llm import call, turns
 from tests.core.conftest import REPO, run_cli
 from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_rows
 
@@ -48,7 +48,7 @@ def test_failed_f2p_and_passed_p2p_are_told_apart_for_a_separate_verifier(
 
 
 def test_a_listed_test_absent_from_every_report_is_missing(tmp_path: Path) -> None:
-    from mimo_core.grading.test_outcomes import summarise_folder
+    from mimo_core.grading.verifier_reports import summarise_folder
 
     (tmp_path / "ctrf.json").write_text(json.dumps({"results": {"tests": [
         {"name": "tests/test_a.py::test_one", "status": "passed"},

@@ -2,7 +2,7 @@
 
     python -m tests.kubernetes.runner_proc RUN_ID hold|raise [N]
 hold: print READY and sleep (the test sends SIGINT, SIGTERM or SIGKILL); raise: die on an uncaught exception
-without calling stop(). Signals take the CLI's own path (`_terminate_like_ctrl_c`), so the runner's atexit
+without calling stop(). Signals take the CLI's own path (`stop_signals.install`), so the runner's atexit
 hook or a later cleanup() must delete the pods. KUBECONFIG comes from the test.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 import sys
 import time
 
-from mimo_core.cli import _terminate_like_ctrl_c
 from mimo_core.config import EnvironmentConfig
 from mimo_core.environments.base import SandboxSpec
-from mimo_core.environments.kubernetes import KubernetesEnvironment
+from mimo_core.environments.kubernetes.environment import KubernetesEnvironment
+from mimo_core.stop_signals import install
 
 
 def main() -> None:
-    _terminate_like_ctrl_c()
+    install()
     run_id, mode = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     for i in range(n):

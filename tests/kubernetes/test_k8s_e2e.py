@@ -18,10 +18,10 @@ from mimo_core.config import EnvironmentConfig
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.datasets.registry import get_dataset_type
 from mimo_core.environments.base import SandboxSpec
-from mimo_core.environments.kubernetes import KubernetesEnvironment
+from mimo_core.environments.kubernetes.environment import KubernetesEnvironment
 from mimo_core.results import ResultsStore
-from mimo_core.testing.scripted_llm import Reply, call, turns
-from mimo_core.testing.tasks import write_config
+from testkit.scripted_llm import Reply, call, turns
+from testkit.tasks import write_config
 from tests.core.conftest import SECRET, run_cli
 from tests.docker.test_docker_e2e import _docker_dataset
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.environments.k8s_cleanup import cleanup
+from mimo_core.environments.kubernetes.cleanup import cleanup
 from mimo_core.errors import SandboxError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,9 +33,9 @@ def _containers(k8s, run_id: str) -> list:
 def _orphan_policy(run_id: str, pid: int) -> str:
     from kubernetes import client
 
-    from mimo_core.environments.docker_registry import owner_labels
-    from mimo_core.environments.k8s_pods import KubernetesOptions, deny_all_policy
-    from mimo_core.environments.kubernetes import client_config
+    from mimo_core.environments.kubernetes.client import client_config
+    from mimo_core.environments.kubernetes.pods import KubernetesOptions, deny_all_policy
+    from mimo_core.environments.owners import owner_labels
 
     name = f"mimo-orphan-{uuid.uuid4().hex[:6]}"
     labels = {"mimoagent.run_id": run_id, **owner_labels(), "mimoagent.pid": str(pid)}
@@ -52,26 +52,6 @@ def _runner(run_id: str, mode: str, n: int = 1) -> subprocess.Popen:
     if mode != "raise":
         assert line.strip() == "READY", proc.stderr.read()
     return proc
-
-
-def test_stop_deletes_the_pod_its_policy_and_container_and_is_idempotent(make_k8s_env, k8s) -> None:
-    run_id = f"t-{uuid.uuid4().hex[:8]}"
-    env = make_k8s_env(labels={"mimoagent.run_id": run_id}, network=False)
-    assert _pods(k8s, run_id) == [env.pod] and env.pod in _policies(k8s)
-    assert len(_containers(k8s, run_id)) == 1
-    pod = env.pod
-    env.stop()
-    env.stop()
-    assert _pods(k8s, run_id) == [] and pod not in _policies(k8s) and _containers(k8s, run_id) == []
-
-
-def test_failed_start_leaves_no_pod(make_k8s_env, k8s) -> None:
-    run_id = f"t-{uuid.uuid4().hex[:8]}"
-    env = make_k8s_env(labels={"mimoagent.run_id": run_id}, seed_dir="/nonexistent/seed", start=False)
-    with pytest.raises(SandboxError, match="seed_dir"):
-        env.start()
-    env.stop()  # what the rollout does after any failure
-    assert _pods(k8s, run_id) == []
 
 
 def test_a_pod_deleted_from_outside_is_a_sandbox_error(make_k8s_env, k8s) -> None:
@@ -117,8 +97,13 @@ def test_sigkilled_runner_leftovers_go_with_stale_cleanup_and_the_cleanup_comman
         assert cleanup(stale_only=True) >= 2
         assert _pods(k8s, dead) == [] and not (set(held) | {orphan}) & _policies(k8s)
         assert len(_pods(k8s, alive)) == 1  # a live runner's pods stay
-        proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "cleanup", "--run-id", alive], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60, env={**os.environ})
+        cmd = [sys.executable, "-m", "mimo_core.cli", "cleanup", "--run-id", alive]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ})
+        assert proc.returncode == 2 and "0 pod(s)" in proc.stdout, proc.stdout + proc.stderr  # its runner lives
+        assert "left 1 sandbox(es) alone because their run is still going: pod " in proc.stderr
+        assert len(_pods(k8s, alive)) == 1
+        proc = subprocess.run([*cmd, "--force"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                              env={**os.environ})
         assert proc.returncode == 0 and "1 pod(s)" in proc.stdout, proc.stdout + proc.stderr
         assert _pods(k8s, alive) == [] and _containers(k8s, alive) == []
     finally:

@@ -12,7 +12,7 @@ import yaml
 from mimo_core.config import load_config
 from mimo_core.config_checks import check_config
 from mimo_core.errors import ConfigError, SandboxError
-from mimo_core.testing.k8s_standin import V4, StandIn
+from testkit.k8s_standin import V4, StandIn
 from tests.docker.test_docker_sandbox import _probe
 
 SCHEDULING = {"node_selector": {"kubernetes.io/os": "linux"}, "service_account": "mimo-sandbox",
@@ -77,7 +77,7 @@ def test_image_that_cannot_be_pulled_fails_fast_with_image_pull_backoff(make_k8s
 
 def test_exec_and_files_work_over_the_v4_protocol(make_k8s_env, tmp_path: Path) -> None:
     """API servers before 1.30 speak only v4, which cannot close stdin: data is read by `head -c`."""
-    from mimo_core.testing.dockerd import DOCKER_HOST
+    from testkit.dockerd import DOCKER_HOST
 
     old = StandIn(DOCKER_HOST, protocols=(V4,))
     old.start()

@@ -7,7 +7,7 @@ from typing import Any
 from mimo_core.config import ModelConfig, PricingConfig, RetryConfig
 from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.factory import make_model
-from mimo_core.testing.scripted_llm import ScriptedLLM
+from testkit.scripted_llm import ScriptedLLM
 
 API_KEY = "sk-test-secret-key-123"
 PROTOCOLS = ["chat", "responses", "anthropic"]

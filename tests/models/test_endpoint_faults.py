@@ -13,7 +13,7 @@ from mimo_core.config import RetryConfig
 from mimo_core.errors import ModelAuthError, ModelBadRequestError, ModelInterrupted, ModelRetriesExhausted
 from mimo_core.messages import Message, ToolCall
 from mimo_core.status import ExitStatus
-from mimo_core.testing.scripted_llm import Reply, turns
+from testkit.scripted_llm import Reply, turns
 from tests.models.helpers import API_KEY, BASH, PROTOCOLS, model_for, start_messages
 
 FAST = RetryConfig(max_attempts=3, initial_delay=0.001, max_delay=0.01, timeout=5.0)

@@ -15,7 +15,7 @@ from mimo_core.errors import (
     ModelRetriesExhausted,
 )
 from mimo_core.models.retry import backoff
-from mimo_core.testing.scripted_llm import Reply, ScriptedLLM, turns
+from testkit.scripted_llm import Reply, ScriptedLLM, turns
 from tests.models.helpers import PROTOCOLS, model_for, start_messages
 
 

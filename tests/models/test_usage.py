@@ -7,7 +7,7 @@ import pytest
 from mimo_core.config import ModelConfig, PricingConfig
 from mimo_core.errors import ModelAuthError
 from mimo_core.models.factory import make_model
-from mimo_core.testing.scripted_llm import Reply, turns
+from testkit.scripted_llm import Reply, turns
 from tests.models.helpers import PROTOCOLS, model_for, start_messages
 
 PRICES = PricingConfig(input=2.0, output=10.0, cached_input=0.5)

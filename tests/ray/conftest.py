@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.testing.ray_cluster import RayTestCluster
+from testkit.ray_cluster import RayTestCluster
 from tests.core.conftest import REPO, SECRET, base_url
 
 

@@ -13,8 +13,8 @@ from dagster import AssetKey, DagsterInstance
 
 from mimo_assets.definitions import defs
 from mimo_core.results import ResultsStore
-from mimo_core.testing.ray_cluster import RayTestCluster
-from mimo_core.testing.tasks import write_named_config, write_tasks
+from testkit.ray_cluster import RayTestCluster
+from testkit.tasks import write_named_config, write_tasks
 from tests.dagster.conftest import dagster_env, llm, pk, run_cli  # noqa: F401 - fixtures used here
 
 GRADED = AssetKey("graded_results")
@@ -24,7 +24,7 @@ GRADED = AssetKey("graded_results")
 def instance(dagster_env, llm, monkeypatch: pytest.MonkeyPatch) -> DagsterInstance:  # noqa: F811
     monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
-    from mimo_assets.helpers.home import get_instance
+    from mimo_assets.instance.home import get_instance
 
     return get_instance()
 
@@ -53,7 +53,7 @@ def test_cli_ray_run_on_its_own_local_cluster_is_recorded_into_dagster(
     tmp_path: Path, dagster_env, llm, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
 ) -> None:
     """No --ray-address and no $RAY_ADDRESS: the run starts a local Ray cluster of its own, then stops it."""
-    from mimo_assets.helpers.home import get_instance
+    from mimo_assets.instance.home import get_instance
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     data, good = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good")

@@ -7,14 +7,13 @@ import os
 from pathlib import Path
 
 from mimo_core.results import ResultsStore
-from mimo_core.testing.ray_cluster import RayTestCluster
+from testkit.ray_cluster import RayTestCluster
 from tests.core.conftest import REPO
-from tests.docker.conftest import docker_client, dockerd  # noqa: F401 - fixtures used here
 from tests.ray.conftest import ray_args, run_mimo
 
 
 def test_docker_rollouts_run_on_the_node_with_the_engine(
-    tmp_path: Path, ray_test_cluster: RayTestCluster, dockerd, docker_client,  # noqa: F811
+    tmp_path: Path, ray_test_cluster: RayTestCluster, dockerd, docker_client,
 ) -> None:
     node = ray_test_cluster.add_worker(env={"DOCKER_HOST": dockerd.docker_host}, resources={"docker": 2})
     try:

@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 
 from mimo_core.results import ResultsStore
-from mimo_core.testing.ray_cluster import RayTestCluster
-from mimo_core.testing.scripted_llm import call, turns
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.ray_cluster import RayTestCluster
+from testkit.scripted_llm import call, turns
+from testkit.tasks import write_config, write_tasks
 from tests.ray.conftest import ray_args, ray_cli_env, run_mimo, start_mimo
 
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))

@@ -14,8 +14,8 @@ from mimo_core.ray_runner.remote import pack_dir
 from mimo_core.results import ResultsStore
 from mimo_core.rollout import RolloutJob, write_failure
 from mimo_core.status import ExitStatus
-from mimo_core.testing.tasks import write_config, write_tasks
 from mimo_core.trajectory import read_trajectory
+from testkit.tasks import write_config, write_tasks
 
 
 def _job(tmp_path: Path, run_id: str) -> RolloutJob:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mimo_core.results import ResultsStore
-from mimo_core.testing.ray_cluster import RayTestCluster
+from testkit.ray_cluster import RayTestCluster
 from tests.core.conftest import REPO
 from tests.ray.conftest import ray_args, ray_cli_env, rollout_files, run_mimo
 

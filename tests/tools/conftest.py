@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mimo_core.config import ToolSpec
-from mimo_core.environments.local import LocalEnvironment
+from mimo_core.environments.local.environment import LocalEnvironment
 from mimo_core.tools.base import Tool
 from mimo_core.tools.registry import build_tools
 from tests.environments.conftest import MakeEnv, make_env

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mimo_core.config import ToolSpec
-from mimo_core.environments.local import LocalEnvironment
+from mimo_core.environments.local.environment import LocalEnvironment
 from mimo_core.errors import ConfigError
 from mimo_core.tools.base import Tool, ToolError
 from mimo_core.tools.bash import BashConfig, BashTool
@@ -93,8 +93,9 @@ def test_judge_bash_keeps_its_own_session(tools: dict[str, Tool], env: LocalEnvi
     sh(tools, env, "mkdir agent_dir && cd agent_dir && export WHO=agent")
     names = [t.schema.name for t in read_only_tools(default_timeout=5)]
     assert names == ["read", "bash", "submit"]
+    assert [t.schema.name for t in read_only_tools(default_timeout=5, shell=False)] == ["read", "submit"]
     judge_bash = read_only_tools(default_timeout=5)[1]
-    assert "Do not modify" in judge_bash.schema.description
+    assert "The files are read-only" in judge_bash.schema.description
     out = judge_bash.run({"command": "pwd; echo who=$WHO"}, env).output
     assert out == f"{env.spec.cwd}\nwho=\n[exit code: 0]"
 

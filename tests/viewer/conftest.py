@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.testing.scripted_llm import Reply, Request, ScriptedLLM, call
-from mimo_core.testing.tasks import write_config, write_tasks
+from testkit.scripted_llm import Reply, Request, ScriptedLLM, call
+from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, run_cli
 
 ARTIFACTS = REPO / "outputs" / "test-artifacts"

@@ -1,4 +1,4 @@
-"""The viewer over a generated output folder (mimo_core/testing/output_folders.py, the bench's generator
+"""The viewer over a generated output folder (testkit/output_folders.py, the bench's generator
 in small): paging, per-test outcomes and the judge, read over HTTP from a real `mimoagent view`."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import urllib.request
 from pathlib import Path
 
 from mimo_core.results import ResultRecord, ResultsStore
-from mimo_core.testing.chromium import visible_text
-from mimo_core.testing.output_folders import write_output_folder
 from mimo_core.viewer.urls import DEFAULT_VIEWER_URL, VIEWER_URL_ENV, folder_slug, rollout_url, viewer_base_url
+from testkit.chromium import visible_text
+from testkit.output_folders import write_output_folder
 from tests.viewer.conftest import Viewer, serve, snapshot
 
 
@@ -82,3 +82,26 @@ def test_a_run_still_writing_is_followed(tmp_path: Path) -> None:
         ResultsStore(out).put(record.model_copy(update={"rollout_index": 1, "config_name": "late"}))
         page = get(url)
         assert "4 of 4 rollouts" in page and "<td>late</td>" in page
+
+
+def test_a_rollout_page_lists_its_containment_events(tmp_path: Path) -> None:
+    """What the agent tried that the sandbox refused is on its page, step by step."""
+    import json
+
+    out = tmp_path / "out"
+    write_output_folder(out, 1)
+    traj_path = next(out.rglob("traj.json"))
+    traj = json.loads(traj_path.read_text())
+    traj["containment_events"] = [
+        {"step": 2, "tool": "bash", "kind": "protected_path", "detail": "echo 1 > /logs/verifier/reward.txt"},
+        {"step": None, "tool": None, "kind": "lingering_processes", "detail": "1 process(es) still running"}]
+    traj_path.write_text(json.dumps(traj))
+    store = ResultsStore(out)
+    [rec] = store.load().values()
+    store.put(rec.model_copy(update={"containment_attempts": 1,
+                                     "containment": {"protected_path": 1, "lingering_processes": 1}}))
+    with serve(out, tmp_path / "stderr") as (_, url):
+        page = html.unescape(visible_text(get(rollout_url(out, rec.output_dir, base=url.split("/runs/")[0]))))
+    assert "1 attempt(s) to leave the sandbox or reach the grade" in page
+    assert "2 bash protected_path echo 1 > /logs/verifier/reward.txt" in page
+    assert "lingering_processes" in page

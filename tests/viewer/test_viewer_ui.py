@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from mimo_core.results import ResultsStore
-from mimo_core.testing.cdp import Browser
-from mimo_core.testing.chromium import visible_text
 from mimo_core.trajectory import read_trajectory
 from mimo_core.viewer.urls import rollout_url
+from testkit.cdp import Browser
+from testkit.chromium import visible_text
 from tests.viewer.conftest import ARTIFACTS, Viewer, snapshot
 
 ROW = re.compile(r'<tr class="rollout">(.*?)</tr>', re.S)

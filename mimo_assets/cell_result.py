@@ -1,0 +1,97 @@
+"""The result of a cell (a `config|dataset/instance` partition): one rule, followed both by the events that
+set a partition's status in the UI and by the results table the analytics read (docs/dagster.md#the-result-of-a-cell).
+
+A cell's result is its graded rollouts (records without an infrastructure error) in the run folder its
+latest `graded_results` materialization names. An infrastructure error is never a result, so one that
+comes after a graded result does not unseat it: the run that hit it is red and names the cells that kept
+their result, but logs no failure for them. Only a cell with no result (never graded, or its folder no
+longer holds graded records for it: `--redo-existing` over the same folder replaced them) is failed.
+
+Import-light (no polars): the recording steps use it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, DagsterInstance
+
+from mimo_assets.asset_keys import GRADED_RESULTS
+from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.rollout import GT
+
+# The kinds of run a record comes from; tables never pool two of them.
+RUN_KINDS = {
+    "rollout": "an agent (ours or a CLI agent) worked on the task",
+    "oracle": "the oracle agent applied the reference solution",
+    "gold": "a recalc graded the reference solution (--recalc-input gt)",
+    "regrade": "a recalc graded the submissions an earlier run saved (--recalc-input DIR, a graded_results backfill)",
+}
+
+
+def run_kind(record: ResultRecord) -> str:
+    if record.recalc == GT:
+        return "gold"
+    if record.recalc:
+        return "regrade"
+    return "oracle" if record.agent_type == "oracle" else "rollout"
+
+
+def source_of(recalc: str | None) -> str:
+    """What produced a graded result, as far as its materialization says (its `recalc`): `gold`, `regrade`,
+    or `agent` (a rollout or the oracle: the config decides which). The results table keeps each source's
+    latest result of a cell apart, so a gold recalc never replaces a model's result in the tables."""
+    if recalc == GT:
+        return "gold"
+    return "regrade" if recalc else "agent"
+
+
+def graded_records(
+    records: Mapping[tuple[str, str, int], ResultRecord], instance_id: str, config_name: str,
+    source: str | None = None,
+) -> list[ResultRecord]:
+    """The cell's graded rollouts among a run folder's records (ResultsStore.load()), by rollout index;
+    with `source`, only those of that source (source_of)."""
+    return sorted((r for r in records.values() if r.instance_id == instance_id and r.config_name == config_name
+                   and not r.infra_error and (source is None or source_of(r.recalc) == source)),
+                  key=lambda r: r.rollout_index)
+
+
+@dataclass
+class CellResult:
+    """A cell's current result: its latest graded materialization and the graded records it names."""
+
+    materialization: AssetMaterialization
+    run_dir: Path
+    records: list[ResultRecord]
+
+
+class CurrentResults:
+    """Looks up cells' current results, reading each run folder once; a folder being written (`live`, the
+    running step's own) is read again each time."""
+
+    def __init__(self, instance: DagsterInstance, live: Path | None = None):
+        self.instance = instance
+        self.live = live.resolve() if live is not None else None
+        self._folders: dict[Path, dict[tuple[str, str, int], ResultRecord]] = {}
+
+    def of(self, partition: str, instance_id: str, config_name: str) -> CellResult | None:
+        mat = latest_materialization(self.instance, GRADED_RESULTS, partition)
+        if mat is None or "output_dir" not in mat.metadata:
+            return None
+        run_dir = Path(str(mat.metadata["output_dir"].value))
+        if run_dir.resolve() == self.live:
+            folder = ResultsStore(run_dir).load()
+        else:
+            if run_dir not in self._folders:
+                self._folders[run_dir] = ResultsStore(run_dir).load()
+            folder = self._folders[run_dir]
+        records = graded_records(folder, instance_id, config_name)
+        return CellResult(mat, run_dir, records) if records else None
+
+
+def latest_materialization(instance: DagsterInstance, key: AssetKey, partition: str) -> AssetMaterialization | None:
+    result = instance.fetch_materializations(AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1)
+    return result.records[0].asset_materialization if result.records else None

@@ -1,0 +1,289 @@
+"""The docker backend: one long-running container per rollout, driven through the docker SDK.
+
+The bash tool's persistent shells are `docker exec -i bash` streams kept open (docker/shell.py, with
+environments/shell.py's protocol). Other commands are `docker exec`s of `bash -c`. Like the local backend, the
+command's output goes to a file inside the container and the exec waits for bash only, so a background
+job that keeps stdout open cannot hold the call hostage. Every exec carries a random marker in its
+environment; a timeout kills every process that carries it (also ones that left the process group), and
+the container keeps working. Files travel as tar archives (put_archive / get_archive).
+
+Containers are labelled (run id, instance, config, the runner's host and pid) and removed by `stop()`;
+an atexit hook removes any a dying runner still holds, and `docker/cleanup.py`'s `cleanup()` removes what a
+SIGKILLed runner left. The `docker` package is imported lazily so `mimoagent --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shlex
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mimo_core.environments import live
+from mimo_core.environments.base import LABEL_INSTANCE, LABEL_RUN_ID, Capabilities, ExecResult
+from mimo_core.environments.container.base import (
+    COUNT_SCRIPT,
+    EXEC_MARKER,
+    KEEPALIVE,
+    KILL_GRACE,
+    QUIET_ENV,
+    ContainerEnvironment,
+    capture_script,
+)
+from mimo_core.environments.docker.files import ContainerFiles
+from mimo_core.environments.docker.registry import remove
+from mimo_core.environments.docker.shell import open_shell
+from mimo_core.environments.docker.streams import FrameReader
+from mimo_core.environments.owners import owner_labels
+from mimo_core.environments.shell import ShellStream
+from mimo_core.errors import SandboxError
+
+if TYPE_CHECKING:
+    from mimo_core.config import EnvironmentConfig
+
+HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+_CA_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS",
+            "GIT_SSL_CAINFO")
+
+
+class DockerOptions(BaseModel):
+    """`environment.backend_kwargs` for the docker backend. Unknown keys are an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    docker_host: str | None = None  # default: DOCKER_HOST / the local socket
+    network_mode: str | None = None  # e.g. "host" (tests reach 127.0.0.1); no-network tasks force "none"
+    ca_bundle: Literal["auto", "none"] | str = "auto"  # auto: the host bundle, when the task has network
+    scratch_dir: str = "/tmp/.mimo"
+    # Image for tasks whose own image can be neither found, pulled nor built (or that name none); the
+    # dataset type seeds the repository (repo_archive / repo_dir) into it. Offline demos and CI use it.
+    fallback_image: str | None = None
+    user: str | None = None
+    init: bool = False  # docker's init as PID 1; by default PID 1 is our shell loop (see KEEPALIVE)
+    extra_hosts: dict[str, str] = {}
+    shm_size: str | None = None
+    # Limits every task container gets unless its row sets its own: a fork bomb stays inside.
+    pids_limit: int | None = Field(default=4096, gt=0)
+    no_new_privileges: bool = True  # setuid programs cannot raise the agent's privileges
+
+
+def _name_part(text: str, n: int) -> str:
+    return re.sub(r"[^a-zA-Z0-9_.-]+", "-", text).strip("-._")[:n] or "x"
+
+
+class DockerEnvironment(ContainerFiles, ContainerEnvironment):
+    """One container per rollout (or per separate verifier), removed by `stop()` whatever happened."""
+
+    options_model = DockerOptions  # what environment.backend_kwargs may hold, checked at config load
+    backend_name = "docker"
+
+    @staticmethod
+    def capabilities(config: EnvironmentConfig) -> Capabilities:
+        return Capabilities(host_files=False, image_tasks=True, confined=True, network_isolation=True,
+                            host_mounts=True)
+
+    @staticmethod
+    def sweep_stale(configs: list[EnvironmentConfig]) -> None:
+        """Containers of dead runners of this host, on the default engine."""
+        from mimo_core.environments.docker.cleanup import cleanup
+
+        cleanup(stale_only=True)
+
+    def __init__(self, spec: Any, config: EnvironmentConfig, **_: Any) -> None:
+        super().__init__(spec, config)
+        self.client: Any = None
+        self.container: Any = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        import docker
+        import docker.errors
+
+        try:
+            if self.options.docker_host:
+                self.client = docker.DockerClient(base_url=self.options.docker_host, version="auto",
+                                                  timeout=int(self.config.startup_timeout))
+            else:
+                self.client = docker.from_env(version="auto", timeout=int(self.config.startup_timeout))
+        except docker.errors.DockerException as e:
+            raise SandboxError(f"cannot reach the Docker engine ({os.environ.get('DOCKER_HOST', 'default socket')}):"
+                               f" {e}") from None
+        from mimo_core.environments.docker.images import ensure_image
+
+        self.image = ensure_image(self.client, self.spec.image, self.spec.dockerfile_dir,
+                                  self.spec.build_timeout or self.config.startup_timeout, self.options.fallback_image,
+                                  image_prefix=self.config.image_prefix)
+        try:
+            self.container = self._create()
+            live.track(self)
+            self.container.start()
+        except docker.errors.APIError as e:
+            raise SandboxError(f"container from {self.image} failed to start: {e.explanation or e}") from None
+        self._prepare()
+        ca = self._ca_bundle()
+        if ca is not None:
+            self.write_file(HOST_CA_BUNDLE, Path(ca).read_bytes(), mode=0o644)
+
+    def _create(self) -> Any:
+        spec, opts = self.spec, self.options
+        labels = {**spec.labels, **owner_labels()}
+        name = "mimo-{}-{}-{}".format(_name_part(labels.get(LABEL_INSTANCE, "task"), 40),
+                                      _name_part(labels.get(LABEL_RUN_ID, "run"), 20),
+                                      secrets.token_hex(3))
+        env = {**QUIET_ENV, **spec.env}
+        network_mode = opts.network_mode if spec.network else "none"
+        volumes: dict[str, dict[str, str]] = {}
+        if self._ca_bundle() is not None:  # copied in once the container runs: no host path is mounted for it
+            for var in _CA_VARS:
+                env.setdefault(var, HOST_CA_BUNDLE)
+        # The one kind of host folder a task container gets: the CLI agents' install cache, read-only
+        # (framework-owned, no task data); on a remote engine the path is the engine host's.
+        for host_path, path in spec.mounts.items():
+            volumes[host_path] = {"bind": path, "mode": "ro"}
+        kwargs: dict[str, Any] = dict(
+            image=self.image, name=name, entrypoint=["/bin/sh", "-c", KEEPALIVE], command=[], detach=True,
+            working_dir=spec.cwd, environment=env, labels=labels, volumes=volumes, init=opts.init,
+            extra_hosts=opts.extra_hosts or None, stdin_open=False, tty=False,
+        )
+        if network_mode:
+            kwargs["network_mode"] = network_mode
+        if spec.cpus:
+            kwargs["nano_cpus"] = int(spec.cpus * 1e9)
+        if spec.memory_mb:
+            kwargs["mem_limit"] = f"{spec.memory_mb}m"
+            kwargs["memswap_limit"] = f"{spec.memory_mb}m"
+        if spec.pids_limit or opts.pids_limit:
+            kwargs["pids_limit"] = spec.pids_limit or opts.pids_limit
+        if opts.no_new_privileges:
+            kwargs["security_opt"] = ["no-new-privileges"]
+        kwargs["privileged"] = False  # and no cap_add: the engine's default capabilities, nothing more
+        if opts.user:
+            kwargs["user"] = opts.user
+        if opts.shm_size:
+            kwargs["shm_size"] = opts.shm_size
+        return self.client.containers.create(**kwargs)
+
+    def _ca_bundle(self) -> str | None:
+        """The host's CA bundle to give a task with network (so its HTTPS through a proxy works), or None."""
+        ca = HOST_CA_BUNDLE if self.options.ca_bundle == "auto" else self.options.ca_bundle
+        return ca if self.spec.network and ca != "none" and os.path.isfile(ca) else None
+
+    def stop(self) -> None:
+        """Remove the container (forcefully: PID 1 ignores polite signals). Idempotent."""
+        self._close_sessions()
+        container, self.container = self.container, None
+        if container is not None:
+            remove(container.id, self.client)
+        live.untrack(self)
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:
+                pass
+            self.client = None
+
+    # -- commands ----------------------------------------------------------------------------------
+
+    def _require(self) -> Any:
+        if self.container is None:
+            raise SandboxError("DockerEnvironment used before start() or after stop()")
+        return self.container
+
+    def _where(self) -> str:
+        return f"container {self.container.name if self.container is not None else '(none)'}"
+
+    def exec_bytes(self, script: str, stdin: bytes = b"", timeout: float = 300.0) -> tuple[int, bytes, str]:
+        """(exit code, stdout+stderr, "") of `sh -c script`; `stdin` is not supported here (no caller needs it)."""
+        if stdin:
+            raise ValueError("DockerEnvironment.exec_bytes takes no stdin")
+        import docker.errors
+
+        container = self._require()
+        try:  # as root: the framework's own control (kills, output files), whatever user the task runs as
+            res = container.exec_run(["sh", "-c", script], environment={"MIMO_KILLER": "1"}, user="0")
+        except docker.errors.APIError as e:  # the container died (OOM of PID 1, removed from outside)
+            raise SandboxError(f"container {container.name} cannot run commands: {e.explanation or e}") from None
+        return int(res.exit_code if res.exit_code is not None else 1), res.output or b"", ""
+
+    def _end_agent(self) -> int:
+        """Restart the container: PID 1 dies and the kernel takes every process of its PID namespace with
+        it, whatever they did (setsid, double forks, a new name). The files stay; PID 1 starts again."""
+        import docker.errors
+
+        container = self._require()
+        alive_s = self.exec_bytes(f"{COUNT_SCRIPT}; echo $n", timeout=60)[1].decode(errors="replace").split()
+        try:
+            container.kill()
+            container.wait(timeout=int(self.config.startup_timeout))
+            container.start()
+        except (docker.errors.APIError, docker.errors.DockerException) as e:
+            raise SandboxError(f"container {container.name} could not be restarted to end the agent's "
+                               f"processes: {getattr(e, 'explanation', None) or e}") from None
+        return int(alive_s[-1]) if alive_s and alive_s[-1].isdigit() else 0
+
+    def execute(
+        self, command: str, timeout: float | None = None, cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        container = self._require()
+        timeout = self.spec.timeout if timeout is None else timeout
+        marker = secrets.token_hex(8)
+        out = f"{self.scratch_dir}/out.{marker}"
+        wrapper = f"mkdir -p {shlex.quote(self.scratch_dir)} 2>/dev/null; {capture_script(shlex.quote(command), out)}"
+        api = self.client.api
+        start = time.monotonic()
+        import docker.errors
+
+        try:
+            exec_id = api.exec_create(container.id, ["bash", "-c", wrapper], stdout=True, stderr=True,
+                                      environment={**(env or {}), EXEC_MARKER: marker},
+                                      workdir=self._workdir(cwd))["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+        except docker.errors.APIError as e:  # the container died (OOM of PID 1, removed from outside)
+            raise SandboxError(f"container {container.name} cannot run commands: {e.explanation or e}") from None
+        raw = getattr(sock, "_sock", sock)
+        reader = FrameReader()
+        deadline = start + timeout
+        timed_out = False
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    if timed_out:
+                        break  # killed, yet something still holds the stream: give up on it
+                    timed_out = True
+                    self._kill(marker)
+                    deadline = time.monotonic() + KILL_GRACE
+                    continue
+                raw.settimeout(remaining)
+                try:
+                    chunk = raw.recv(65536)
+                except TimeoutError:
+                    continue
+                if not chunk:
+                    break
+                reader.feed(chunk)
+        finally:
+            sock.close()
+        output = reader.text()
+        if timed_out:
+            output += self.read_output(out).decode("utf-8", errors="replace")  # killed: never printed
+            returncode = -9
+        else:
+            code = api.exec_inspect(exec_id).get("ExitCode")
+            returncode = 1 if code is None else int(code)
+        return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
+                          duration_s=time.monotonic() - start)
+
+    # -- persistent shells (the ShellHost side of shell.py) -----------------------------------------
+
+    def open_shell_stream(self, cwd: str) -> ShellStream:
+        return open_shell(self, cwd)
+
+    # -- files -------------------------------------------------------------------------------------
