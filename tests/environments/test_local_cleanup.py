@@ -154,3 +154,24 @@ def test_a_killed_runners_scratch_folder_is_swept_and_a_live_ones_kept(tmp_path:
     finally:
         live_proc.communicate("")
     assert live_proc.returncode == 0 and not live.exists()  # removed by its own exit handler
+
+
+def test_removal_leaves_alone_every_folder_not_known_to_be_ours(tmp_path: Path, monkeypatch) -> None:
+    """A sandbox's removal is a `rm -rf` of the runner: a wrong path (empty, relative, the checkout the runner
+    was started in, a link) must never delete what is not a sandbox."""
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / "README.md").write_text("x")
+    labelled = tmp_path / "mimo-sandbox"
+    (labelled / "scratch").mkdir(parents=True)
+    (labelled / LABEL_FILE).write_text("{}")
+    (tmp_path / "link").symlink_to(labelled)
+    monkeypatch.chdir(checkout)
+    for path in ("", ".", "..", str(checkout), str(checkout / ".git"), str(tmp_path / "link")):
+        remove_tree(path)
+    assert sorted(p.name for p in checkout.iterdir()) == [".git", "README.md"]
+    assert (labelled / "scratch").is_dir()
+    remove_tree(str(labelled / "scratch"))  # a labelled sandbox's own folder goes
+    assert not (labelled / "scratch").exists() and labelled.is_dir()
+    remove_tree(str(labelled))
+    assert not labelled.exists()

@@ -152,7 +152,12 @@ def remove_sandbox(base: str, sandbox_id: str) -> None:
 
 def remove_tree(base: str) -> None:
     """Delete a sandbox folder, its label last: a removal cut short by a kill leaves a labelled folder,
-    which the next sweep knows to be ours, never an unlabelled one it must leave alone."""
+    which the next sweep knows to be ours, never an unlabelled one it must leave alone.
+
+    Only a folder known to be ours goes: an absolute path that holds a label, or whose parent does (a
+    sandbox's scratch and home). Anything else (an empty or relative path, a checkout) is left alone."""
+    if not _ours(base):
+        return
     try:
         entries = list(os.scandir(base))
     except FileNotFoundError:
@@ -170,6 +175,13 @@ def remove_tree(base: str) -> None:
             except OSError:
                 force_remove(os.unlink, entry.path, None)
     shutil.rmtree(base, onerror=force_remove)
+
+
+def _ours(base: str) -> bool:
+    if not base or not os.path.isabs(base) or os.path.islink(base):
+        return False
+    base = os.path.normpath(base)
+    return any(os.path.isfile(os.path.join(d, LABEL_FILE)) for d in (base, os.path.dirname(base)) if d != "/")
 
 
 def force_remove(func: Any, path: str, _exc: Any) -> None:
