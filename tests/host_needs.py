@@ -28,7 +28,9 @@ def unavailable(reason: str) -> NoReturn:
 
 
 def bwrap_missing() -> bool:
-    """True where bubblewrap is absent and could not be installed (apt-get install bubblewrap)."""
+    """True where bubblewrap is absent and could not be installed (apt-get install bubblewrap). slirp4netns
+    comes with it: a bwrap sandbox of a row that allows network gets its network through it."""
+    ensure_apt("slirp4netns", "slirp4netns")
     return ensure_apt("bwrap", "bubblewrap") is None
 
 
