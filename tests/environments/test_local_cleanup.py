@@ -175,3 +175,17 @@ def test_removal_leaves_alone_every_folder_not_known_to_be_ours(tmp_path: Path, 
     assert not (labelled / "scratch").exists() and labelled.is_dir()
     remove_tree(str(labelled))
     assert not labelled.exists()
+
+
+def test_a_relative_sandbox_root_is_made_absolute_and_still_cleaned_up(tmp_path: Path, monkeypatch) -> None:
+    from mimo_core.config import EnvironmentConfig
+    from mimo_core.environments.base import SandboxSpec
+    from mimo_core.environments.local.environment import LocalEnvironment
+
+    monkeypatch.chdir(tmp_path)
+    env = LocalEnvironment(SandboxSpec(cwd="/testbed"), EnvironmentConfig(backend_kwargs={"root": "envs"}))
+    env.start()
+    base = env.base or ""
+    assert os.path.isabs(base) and base.startswith(str(tmp_path / "envs"))
+    env.stop()
+    assert not os.path.exists(base)

@@ -118,7 +118,7 @@ def cleanup(roots: list[str] | None = None, run_id: str | None = None, stale_onl
     Folders without a label are left alone: they are not known to be ours."""
     host = socket.gethostname()
     removed = 0
-    for root in dict.fromkeys(roots or [default_root()]):
+    for root in dict.fromkeys(os.path.abspath(r) for r in (roots or [default_root()])):
         try:
             entries = [e for e in os.scandir(root) if e.name.startswith(PREFIX) and e.is_dir(follow_symlinks=False)]
         except OSError:

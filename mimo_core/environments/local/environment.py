@@ -93,7 +93,7 @@ class LocalEnvironment(LocalFiles):
         """Sandbox folders (and their processes) of dead runners, in every root these configs use."""
         from mimo_core.environments.local.cleanup import cleanup, default_root
 
-        roots = [str(c.backend_kwargs.get("root") or default_root()) for c in configs]
+        roots = [os.path.abspath(str(c.backend_kwargs.get("root") or default_root())) for c in configs]
         cleanup(list(dict.fromkeys(roots)), stale_only=True)
 
     def __init__(self, spec: SandboxSpec, config: EnvironmentConfig, **_: Any) -> None:
@@ -101,7 +101,7 @@ class LocalEnvironment(LocalFiles):
         self.config = config
         self.task_cwd = self.spec.cwd  # the cwd the task declared; mapped to the host working dir
         self.sandbox = config.sandbox
-        self.root = LocalOptions.model_validate(config.backend_kwargs).root or tempfile.gettempdir()
+        self.root = os.path.abspath(LocalOptions.model_validate(config.backend_kwargs).root or tempfile.gettempdir())
         self.base: str | None = None
         self.sandbox_id = secrets.token_hex(8)
         self.scratch_dir = ""
