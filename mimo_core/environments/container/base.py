@@ -161,6 +161,16 @@ class ContainerEnvironment:
             raise SandboxError(f"{self._where()}: {out[1]} process(es) survived being killed")
         return int(out[0])
 
+    def count_processes(self) -> int:
+        """How many processes the agent (or code under test) has running now; retried like the kill, since
+        an exec's output can come back empty under load. Raises SandboxError if it never answers."""
+        for _ in range(3):
+            code, raw, err = self.exec_bytes(f"{COUNT_SCRIPT}; echo $n", timeout=60)
+            out = raw.decode(errors="replace").split()
+            if out and out[-1].isdigit():
+                return int(out[-1])
+        raise SandboxError(f"{self._where()}: could not count the agent's processes (exit {code}): {err[:200]}")
+
     def end_processes(self) -> int:
         """Kill every process now running in the container (its shells too); how many there were."""
         self._close_sessions()

@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from mimo_core.environments import live
 from mimo_core.environments.base import LABEL_INSTANCE, LABEL_RUN_ID, Capabilities, ExecResult
 from mimo_core.environments.container.base import (
-    COUNT_SCRIPT,
     EXEC_MARKER,
     KEEPALIVE,
     KILL_GRACE,
@@ -217,7 +216,7 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         import docker.errors
 
         container = self._require()
-        alive_s = self.exec_bytes(f"{COUNT_SCRIPT}; echo $n", timeout=60)[1].decode(errors="replace").split()
+        alive = self.count_processes()
         try:
             container.kill()
             container.wait(timeout=int(self.config.startup_timeout))
@@ -225,7 +224,7 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         except (docker.errors.APIError, docker.errors.DockerException) as e:
             raise SandboxError(f"container {container.name} could not be restarted to end the agent's "
                                f"processes: {getattr(e, 'explanation', None) or e}") from None
-        return int(alive_s[-1]) if alive_s and alive_s[-1].isdigit() else 0
+        return alive
 
     def execute(
         self, command: str, timeout: float | None = None, cwd: str | None = None,
