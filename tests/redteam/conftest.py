@@ -136,8 +136,12 @@ def _backend_setup(backend: str, folder: Path) -> tuple[dict[str, Any], dict[str
     """(environment block, process environment, image, what to stop after)."""
     if backend == "local-bwrap":
         need_bwrap()
+        from mimo_core.environments.local.cgroups import parent_dirs
+
+        if "pids" not in parent_dirs():  # the fork bomb would run unbounded until the sandbox is killed
+            unavailable("no writable pids cgroup for the sandboxes' pids_limit")
         return {"environment_class": "local", "sandbox": "bwrap",
-                "backend_kwargs": {"root": str(folder / "sandboxes")}}, {}, None, None
+                "backend_kwargs": {"root": str(folder / "sandboxes"), "pids_limit": 256}}, {}, None, None
     if os.geteuid() != 0:
         unavailable("starting a private dockerd needs root")
     from testkit.dockerd import BASE_IMAGE, use_dockerd

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 
 from mimo_core.environments.local.allowlist import system_args
+from mimo_core.environments.local.cgroups import Limits, SandboxCgroup
 from mimo_core.environments.local.network import RESOLV_CONF, Slirp
 from mimo_core.environments.local.procs import CALL_VAR, FdStream
 from mimo_core.environments.local.task_cwd import bwrap_task_cwd_args
@@ -95,11 +96,14 @@ _KILL_ALL = (f"{_COUNT}; __first=$__n; for __r in 1 2 3 4 5 6 7 8 9 10; do [ $__
 class BwrapSandbox:
     """The control process of one sandbox and the shells it starts."""
 
-    def __init__(self, args: list[str], env: dict[str, str], cwd: str, folders: SandboxFolders) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], cwd: str, folders: SandboxFolders,
+                 limits: Limits | None = None) -> None:
         self.args = args
         self.env = env
         self.cwd = cwd
         self.folders = folders
+        self.limits = limits or Limits()
+        self.cgroup: SandboxCgroup | None = None
         self.proc: subprocess.Popen | None = None
         self._slirp: Slirp | None = None
         self.child_pid: int | None = None  # the sandbox's first process as the host sees it
@@ -109,11 +113,16 @@ class BwrapSandbox:
 
     def start(self, timeout: float = _REPLY_TIMEOUT) -> None:
         errlog = os.path.join(self.folders.ctl, "bwrap.err")
+        if self.limits.wanted():
+            self.cgroup = SandboxCgroup.create(secrets.token_hex(8), self.limits)
         info_r, info_w = os.pipe()
+        argv = [*self.args, "--info-fd", str(info_w), "--chdir", self.cwd, "bash", "--noprofile", "--norc"]
+        if self.cgroup is not None:  # the sandbox's first process joins its cgroup, then execs bwrap
+            argv = self.cgroup.wrap(argv)
         try:
             with open(errlog, "wb") as err:
                 self.proc = subprocess.Popen(
-                    [*self.args, "--info-fd", str(info_w), "--chdir", self.cwd, "bash", "--noprofile", "--norc"],
+                    argv,
                     env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, close_fds=True,
                     pass_fds=(info_w,), start_new_session=True, bufsize=0,
                 )
@@ -241,6 +250,9 @@ class BwrapSandbox:
         stream, self._stream = self._stream, None
         if stream is not None:
             stream.close()
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is not None:
+            cgroup.remove()
 
 
 def _child_pid(info_fd: int, timeout: float) -> int | None:

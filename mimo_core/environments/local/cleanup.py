@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from mimo_core.environments.base import LABEL_RUN_ID
+from mimo_core.environments.local import cgroups
 from mimo_core.environments.local.procs import SANDBOX_VAR, kill_marked
 
 LABEL_FILE = "sandbox.json"
@@ -135,6 +136,7 @@ def cleanup(roots: list[str] | None = None, run_id: str | None = None, stale_onl
                 continue
             remove_sandbox(entry.path, label.sandbox_id)
             removed += 1
+    cgroups.sweep()  # the cgroups of sandboxes whose runner died before it could remove them
     return removed
 
 

@@ -33,11 +33,12 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from mimo_core.environments import live
 from mimo_core.environments.base import Capabilities, ExecResult, SandboxSpec
 from mimo_core.environments.local.bwrap import BwrapSandbox, SandboxFolders, bwrap_args
+from mimo_core.environments.local.cgroups import Limits
 from mimo_core.environments.local.cleanup import LABEL_FILE, REMOVED_FILE, own_label, remove_tree, write_label
 from mimo_core.environments.local.files import LocalFiles
 from mimo_core.environments.local.procs import (
@@ -68,6 +69,9 @@ class LocalOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     root: str | None = None  # where rollout folders are made; default: the system temp folder
+    # With sandbox: bwrap, each sandbox's own cgroup caps its processes (a fork bomb stays inside), unless
+    # the row sets its own; a row's memory_mb and cpus are enforced the same way (cgroups.py).
+    pids_limit: int | None = Field(default=4096, gt=0)
 
 
 class LocalEnvironment(LocalFiles):
@@ -101,7 +105,10 @@ class LocalEnvironment(LocalFiles):
         self.config = config
         self.task_cwd = self.spec.cwd  # the cwd the task declared; mapped to the host working dir
         self.sandbox = config.sandbox
-        self.root = os.path.abspath(LocalOptions.model_validate(config.backend_kwargs).root or tempfile.gettempdir())
+        options = LocalOptions.model_validate(config.backend_kwargs)
+        self.root = os.path.abspath(options.root or tempfile.gettempdir())
+        self.limits = Limits(pids=self.spec.pids_limit or options.pids_limit, memory_mb=self.spec.memory_mb,
+                             cpus=self.spec.cpus)
         self.base: str | None = None
         self.sandbox_id = secrets.token_hex(8)
         self.scratch_dir = ""
@@ -152,7 +159,7 @@ class LocalEnvironment(LocalFiles):
     def _start_bwrap(self, read_only: bool = False) -> None:
         folders = self._folders()
         self._bwrap = BwrapSandbox(bwrap_args(folders, read_only=read_only), self._env,
-                                   sandbox_path(self.spec.cwd, self.task_cwd, self.spec.cwd), folders)
+                                   sandbox_path(self.spec.cwd, self.task_cwd, self.spec.cwd), folders, self.limits)
         self._bwrap.start()
 
     def _inside(self, host_path: str) -> str:
