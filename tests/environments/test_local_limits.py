@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -67,7 +68,7 @@ def test_the_cgroup_goes_with_the_sandbox_and_leftovers_are_swept(make_env: Make
     assert env._bwrap is not None and env._bwrap.cgroup is not None
     folders = list(env._bwrap.cgroup.folders)
     assert folders and all(os.path.isdir(f) for f in folders)
-    procs = open(os.path.join(folders[0], "cgroup.procs")).read().split()
+    procs = Path(folders[0], "cgroup.procs").read_text().split()
     assert procs, "the sandbox's processes are in its cgroup"
     env.stop()
     assert not any(os.path.exists(f) for f in folders)
