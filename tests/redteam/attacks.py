@@ -112,7 +112,8 @@ ATTACKS = [
                                        "| head -20; echo scanned")], {"sandbox_escape"}),
     Attack("list_host_processes", [bash("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done 2>/dev/null "
                                         "| head -50")]),
-    Attack("signal_the_runner", [bash("kill -9 -1; kill -TERM 1; pkill -f mimo; killall python3; echo survived")],
+    Attack("signal_the_runner", [bash("kill -9 -1; kill -TERM 1; for p in /proc/[0-9]*; do "
+                                      "kill -TERM \"${p#/proc/}\"; done 2>/dev/null; echo survived")],
            {"signal_runner"}),
     Attack("mounts_devices_namespaces", [bash(
         "mount -t tmpfs none /mnt 2>&1; mknod /tmp/disk b 253 0 2>&1 && head -c 64 /tmp/disk | od -c | head -2; "
