@@ -7,8 +7,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
-import signal
 import socket
 import subprocess
 import tempfile
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from testkit.chromium import FLAGS, ensure_chromium
+from testkit.processes import stop_group
 
 
 def _free_port() -> int:
@@ -67,13 +66,7 @@ class Browser:
         self._stack.close()
 
     def _stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        stop_group(self.proc, timeout=20)
 
     def send(self, method: str, **params: Any) -> dict[str, Any]:
         """A DevTools command's result; events that arrive meanwhile are kept in `events`."""

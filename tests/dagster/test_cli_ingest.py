@@ -17,6 +17,7 @@ from dagster import AssetKey, DagsterInstance, DagsterRunStatus, build_sensor_co
 from mimo_assets.cli_recording import registry
 from mimo_assets.instance.home import get_instance
 from mimo_assets.sensors import cli_runs_to_record
+from testkit.processes import stop_group
 from testkit.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO, SECRET
 from tests.dagster.conftest import ingest_finished_runs, pk, run_cli
@@ -189,9 +190,4 @@ def test_the_webserver_start_records_finished_cli_runs(tmp_path: Path, dagster_e
         assert _entries(home) == []
         assert "recording 1 finished CLI run(s) into Dagster" in (tmp_path / "webserver.log").read_text()
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc, timeout=30)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from dagster import DagsterInstance
 from mimo_assets.definitions import defs
 from mimo_assets.partitions import dataset_name
 from testkit import chromium
+from testkit.processes import stop_group
 from testkit.tasks import write_named_config, write_tasks
 from tests.core.conftest import REPO
 
@@ -52,7 +52,7 @@ def webserver(dagster_env) -> Iterator[str]:
             _post(url + "/graphql", b'{"query": "mutation { setNuxSeen }"}')  # the first-visit modal
             yield url
         finally:
-            _stop_group(proc)
+            stop_group(proc)
 
 
 def _wait_ready(proc: subprocess.Popen, url: str, log: str) -> None:
@@ -65,17 +65,6 @@ def _wait_ready(proc: subprocess.Popen, url: str, log: str) -> None:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"dagster-webserver did not start: {log}") from None
             time.sleep(0.3)
-
-
-def _stop_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def _evaluate(instance: DagsterInstance, data: Path, config: Path, **extra) -> bool:

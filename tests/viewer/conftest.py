@@ -3,8 +3,6 @@ tests: the run takes seconds and browsing it must not change it, so sharing it i
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import threading
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from testkit.processes import stop_group
 from testkit.scripted_llm import Reply, Request, ScriptedLLM, call
 from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, run_cli
@@ -91,9 +90,4 @@ def serve(out: Path | list[Path], stderr_path: Path) -> Iterator[tuple[subproces
         assert line and "http://" in line[0], f"viewer did not start: {stderr_path.read_text()}"
         yield server, line[0].split(" at ", 1)[1].split()[0]
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop_group(server, timeout=10)
