@@ -121,7 +121,7 @@ class CliAgent:
         status, error = _status(timed_out, result.returncode, conv, recorder, proxy, stderr, cfg)
         if stopped is ExitStatus.INTERRUPTED:  # a stopped run is never scored: whatever the CLI did when killed
             status, error = ExitStatus.INTERRUPTED, f"the run was stopped while {spec.name} ran ({status.value})"
-        ctx.log(f"{spec.name} exited {result.returncode} after {result.duration_s:.1f}s: {status.value}"
+        ctx.log(f"{spec.name} exited {result.returncode} after {result.duration_s:.3f}s: {status.value}"
                 + (f" ({error})" if error else ""))
         return self._result(status, error, conv, prompt, recorder, proxy)
 
