@@ -85,33 +85,24 @@ def build_cleanup_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mimo_core.stop_signals import install
+    from mimo_core.stop_signals import install, leave
 
     argv = list(sys.argv[1:] if argv is None else argv)
     install()  # SIGTERM and SIGHUP stop like Ctrl-C; a second signal stops at once
     try:
-        if argv[:1] == ["cleanup"]:
-            return _cleanup(build_cleanup_parser().parse_args(argv[1:]))
-        if argv[:1] == ["view"]:
-            from mimo_core.viewer.server import main as view
-
-            return view(argv[1:], _Parser)
-        if argv[:1] == ["export"]:
-            from mimo_core.exports.cli import main as export
-
-            return export(argv[1:], _Parser)
-        if argv[:2] == ["payload", "build"]:
-            from mimo_core.agents.blackbox.payload_cli import main as payload_build
-
-            return payload_build(argv[2:], _Parser)
-        return _run(build_parser().parse_args(argv))
-    except DiskFull as e:
-        print(f"mimoagent: error: {e}", file=sys.stderr)
-        return EXIT_DISK_FULL
-    except MimoError as e:
-        print(f"mimoagent: error: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        try:
+            code = _dispatch(argv)
+        except DiskFull as e:
+            print(f"mimoagent: error: {e}", file=sys.stderr)
+            code = EXIT_DISK_FULL
+        except MimoError as e:
+            print(f"mimoagent: error: {e}", file=sys.stderr)
+            code = EXIT_BAD_INPUT
+        if leave():  # stopped, though the run ended (its rollouts cancelled) before the unwind came
+            raise KeyboardInterrupt
+        return code
     except KeyboardInterrupt:
+        leave()
         print("\nmimoagent: interrupted; finished rollouts are kept, rerun the command to resume",
               file=sys.stderr)
         return 130
@@ -119,6 +110,24 @@ def main(argv: list[str] | None = None) -> int:
         # Everything still alive is left to the interpreter's shutdown, whose collections would scan it
         # all again: frozen objects are skipped (the exit tail drops from ~0.8 s to ~0.15 s here).
         gc.freeze()
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv[:1] == ["cleanup"]:
+        return _cleanup(build_cleanup_parser().parse_args(argv[1:]))
+    if argv[:1] == ["view"]:
+        from mimo_core.viewer.server import main as view
+
+        return view(argv[1:], _Parser)
+    if argv[:1] == ["export"]:
+        from mimo_core.exports.cli import main as export
+
+        return export(argv[1:], _Parser)
+    if argv[:2] == ["payload", "build"]:
+        from mimo_core.agents.blackbox.payload_cli import main as payload_build
+
+        return payload_build(argv[2:], _Parser)
+    return _run(build_parser().parse_args(argv))
 
 
 def _cleanup(args: argparse.Namespace) -> int:

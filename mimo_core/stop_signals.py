@@ -9,7 +9,9 @@ writes the signal's number to a pipe (`signal.set_wakeup_fd`) the moment it arri
 main thread is stuck, and a watcher thread does the work. (A handler that did the work itself ran on
 the main thread, so a second signal that landed while the first one's `interrupt()` held a sandbox's
 lock waited for that lock forever.) The main thread is unwound by a private real-time signal whose
-handler is Python's own KeyboardInterrupt, sent to it alone, which also wakes a blocking wait.
+handler raises KeyboardInterrupt, sent to it alone, which also wakes a blocking wait. Under load the
+run can end on its own (every rollout cancelled) before that signal lands: the entry point then calls
+`leave()`, after which the unwind does nothing and the stop is still reported (exit 130).
 """
 
 from __future__ import annotations
@@ -28,12 +30,17 @@ STOP_NOW_GRACE_S = 2.0  # after a second signal: time the rollouts get to write 
 STOP_NOW_DEADLINE_S = STOP_NOW_GRACE_S + 3.0  # then the process exits whatever is still running
 
 _installed = False
+_stopping = threading.Event()  # a stop signal came
+_unwinding = True  # the main thread still wants the unwind (False once the entry point is leaving)
 
 
 def install() -> None:
     """Route the stop signals through the watcher (main thread only; elsewhere signals are not ours)."""
-    global _installed
-    if _installed or threading.current_thread() is not threading.main_thread():
+    global _installed, _unwinding
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _unwinding = True
+    if _installed:
         return
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
@@ -41,7 +48,7 @@ def install() -> None:
         os.set_inheritable(fd, False)
     for signum in STOP_SIGNALS:
         signal.signal(signum, _noted)
-    signal.signal(_UNWIND, signal.default_int_handler)
+    signal.signal(_UNWIND, _unwind)
     signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
     threading.Thread(target=_watch, args=(read_fd, threading.main_thread().ident), name="mimo-signals",
                      daemon=True).start()
@@ -55,6 +62,20 @@ def _exiting() -> None:
     with 130. A signal arriving now changes nothing."""
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+
+
+def leave() -> bool:
+    """The entry point is returning: an unwind still on its way is dropped. True if a stop signal came
+    (the run then ends as stopped, even if it finished before the unwind reached the main thread)."""
+    global _unwinding
+    if threading.current_thread() is threading.main_thread():
+        _unwinding = False
+    return _stopping.is_set()
+
+
+def _unwind(signum: int, frame: object) -> None:
+    if _unwinding:
+        raise KeyboardInterrupt
 
 
 def _noted(signum: int, frame: object) -> None:
@@ -74,6 +95,7 @@ def _watch(read_fd: int, main_ident: int | None) -> None:
             if signum not in STOP_SIGNALS:
                 continue  # (our own unwinding signal passes through the pipe too)
             seen += 1
+            _stopping.set()
             if seen == 1:
                 threading.Thread(target=_stop_gently, args=(main_ident,), name="mimo-stop", daemon=True).start()
             elif seen == 2:

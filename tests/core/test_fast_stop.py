@@ -177,3 +177,15 @@ def test_sigterm_during_repository_setup_stops_within_seconds(workdir: Path, scr
         [record] = ResultsStore(out).load().values()
         assert record.exit_status == "interrupted" and "repository" in (record.error or ""), record
         assert "sandbox ready" not in (out / record.output_dir / "instance.log").read_text()
+
+
+def test_a_run_that_ends_before_the_stop_unwinds_it_still_exits_130_without_a_traceback(workdir: Path) -> None:
+    """Under load the first signal's cancel can end every rollout before the unwind reaches the main
+    thread: the run then returned the infrastructure-error code (3), and the unwind landed in an exit
+    hook as a KeyboardInterrupt traceback. A stopped run exits 130 however its rollouts ended."""
+    proc = subprocess.run([sys.executable, "-m", "tests.core.late_unwind_proc", str(workdir / "missing.yaml")],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert "main returned 130" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr
+    assert "interrupted; finished rollouts are kept" in proc.stderr
