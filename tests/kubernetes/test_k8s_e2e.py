@@ -145,10 +145,11 @@ def test_sigterm_of_a_cli_run_deletes_its_pod_and_records_interrupted(k8s, scrip
             time.sleep(0.2)
         time.sleep(1.0)  # the sleep 60 is running in the pod
         runner.send_signal(signal.SIGTERM)
-        assert runner.wait(timeout=60) == 130, runner.stderr.read()
+        _, err = runner.communicate(timeout=60)
+        assert runner.returncode == 130, err
     finally:
         if runner.poll() is None:
             runner.kill()
-    assert _pods(k8s, "mimoagent.run_id", run_id) == []
+    assert _pods(k8s, "mimoagent.run_id", run_id) == [], err
     [record] = ResultsStore(out).load().values()
     assert record.exit_status == "interrupted"

@@ -109,3 +109,45 @@ def test_sigkilled_runner_leftovers_go_with_stale_cleanup_and_the_cleanup_comman
     finally:
         living.kill()
         living.wait()
+
+
+def test_api_calls_from_other_threads_while_commands_open_their_streams_still_work(make_k8s_env, k8s) -> None:
+    """`kubernetes.stream.stream` swaps its ApiClient's request method for a websocket call while it
+    connects. A REST call on that ApiClient from another thread at that moment went out as a websocket
+    handshake and failed: under load, a stop's pod delete failed that way while the signal thread opened
+    its `kill` exec, and the pod was left behind. Streams open on a client of their own now."""
+    import threading
+
+    env = make_k8s_env()
+    stop, failures, reads = threading.Event(), [], [0]
+
+    def read_the_pod() -> None:
+        while not stop.is_set():
+            try:
+                env.core.read_namespaced_pod(env.pod, env.namespace)
+                reads[0] += 1
+            except Exception as e:  # the bug: ApiException(0) from a websocket handshake
+                failures.append(repr(e)[:200])
+
+    def run_commands() -> None:
+        for _ in range(20):
+            assert env.execute("true").returncode == 0
+
+    readers = [threading.Thread(target=read_the_pod) for _ in range(2)]
+    for t in readers:
+        t.start()
+    try:
+        with_commands = [threading.Thread(target=run_commands) for _ in range(2)]
+        for t in with_commands:
+            t.start()
+        for t in with_commands:
+            t.join()
+    finally:
+        stop.set()
+        for t in readers:
+            t.join()
+    assert failures == [] and reads[0] > 0, failures[:3]
+    assert env.execute("echo still").output == "still\n"
+    key = (env.namespace, env.pod)
+    env.stop()
+    assert key not in k8s.pods

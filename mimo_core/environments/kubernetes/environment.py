@@ -35,7 +35,7 @@ from mimo_core.environments.container.base import (
 )
 from mimo_core.environments.kubernetes import files as k8s_files
 from mimo_core.environments.kubernetes.client import client_config
-from mimo_core.environments.kubernetes.exec import ExecStream, open_exec, run
+from mimo_core.environments.kubernetes.exec import ExecStream, StreamClient, run
 from mimo_core.environments.kubernetes.pods import (
     KubernetesOptions,
     PodImageError,
@@ -78,7 +78,8 @@ class KubernetesEnvironment(ContainerEnvironment):
     def __init__(self, spec: Any, config: EnvironmentConfig, **_: Any) -> None:
         super().__init__(spec, config)
         self.api: Any = None
-        self.core: Any = None
+        self.core: Any = None  # REST calls; commands' streams open on `streams`, a client of their own
+        self.streams: StreamClient | None = None
         self.namespace = self.options.namespace or "default"
         self.pod: str | None = None
         self.policy: str | None = None
@@ -91,6 +92,7 @@ class KubernetesEnvironment(ContainerEnvironment):
         conf, self.namespace = client_config(self.options)
         self.api = client.ApiClient(conf)
         self.core = client.CoreV1Api(self.api)
+        self.streams = StreamClient(conf)
         self.image = self.spec.image or self.options.fallback_image
         if not self.image:
             raise SandboxError("the task names no image and Kubernetes cannot build its Dockerfile: push the image "
@@ -143,9 +145,13 @@ class KubernetesEnvironment(ContainerEnvironment):
         if self.core is not None:
             from kubernetes import client
 
-            with contextlib.suppress(Exception):
-                if pod:
+            if pod:
+                try:
                     self.core.delete_namespaced_pod(pod, self.namespace, grace_period_seconds=0)
+                except Exception as e:  # a pod left behind is said, not hidden: `mimoagent cleanup` removes it
+                    if getattr(e, "status", None) != 404:
+                        log.warning("deleting pod %s/%s failed (%s): run `mimoagent cleanup`",
+                                    self.namespace, pod, str(e).splitlines()[0][:200] if str(e) else type(e).__name__)
             with contextlib.suppress(Exception):
                 if policy:
                     client.NetworkingV1Api(self.api).delete_namespaced_network_policy(policy, self.namespace)
@@ -159,6 +165,9 @@ class KubernetesEnvironment(ContainerEnvironment):
             with contextlib.suppress(Exception):
                 self.api.close()
             self.api = self.core = None
+        if self.streams is not None:
+            self.streams.close()
+            self.streams = None
 
     # -- commands ----------------------------------------------------------------------------------
 
@@ -171,7 +180,10 @@ class KubernetesEnvironment(ContainerEnvironment):
         return f"pod {self.namespace}/{self.pod}"
 
     def open(self, argv: list[str], stdin: bool = True) -> ExecStream:
-        return open_exec(self.core, self.namespace, self._require(), argv, stdin)
+        pod, streams = self._require(), self.streams
+        if streams is None:
+            raise SandboxError("KubernetesEnvironment used before start() or after stop()")
+        return streams.open(self.namespace, pod, argv, stdin)
 
     def exec_bytes(self, script: str, stdin: bytes = b"", timeout: float = 300.0) -> tuple[int, bytes, str]:
         """(exit code, stdout, stderr) of `sh -c script`, `stdin` read by the script (`head -c`)."""

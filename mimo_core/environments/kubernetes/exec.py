@@ -13,6 +13,7 @@ import contextlib
 import json
 import select
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -110,6 +111,30 @@ def open_exec(core: Any, namespace: str, name: str, argv: list[str], stdin: bool
         detail = why[-1] if len(why) > 2 else why[0]
         raise SandboxError(f"pod {namespace}/{name} cannot run commands: {why[0]}: {detail[:300]}") from None
     return ExecStream(ws)
+
+
+class StreamClient:
+    """Where one environment opens its exec streams. `kubernetes.stream.stream` swaps its ApiClient's
+    `request` for a websocket call while it connects: a REST call from another thread on that ApiClient
+    at that moment goes out as a websocket handshake and fails (under load a stop's pod delete did, while
+    the signal thread opened its `kill`, and the pod was left), and two opens at once can leave the swap
+    in place for good. So streams get an ApiClient of their own and connect one at a time (the handshake
+    only: open streams run side by side)."""
+
+    def __init__(self, conf: Any) -> None:
+        from kubernetes import client
+
+        self.api = client.ApiClient(conf)
+        self.core = client.CoreV1Api(self.api)
+        self.lock = threading.Lock()
+
+    def open(self, namespace: str, name: str, argv: list[str], stdin: bool) -> ExecStream:
+        with self.lock:
+            return open_exec(self.core, namespace, name, argv, stdin)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.api.close()
 
 
 class ExecOutcome:
