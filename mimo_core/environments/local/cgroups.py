@@ -39,16 +39,20 @@ class Limits:
         return [c for c, v in zip(CONTROLLERS, (self.pids, self.memory_mb, self.cpus), strict=True) if v]
 
 
+def _lines(path: str) -> list[str]:
+    """The lines of a /proc file; none when it cannot be read (no limits are offered then)."""
+    try:
+        with open(path) as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
 def _own_paths() -> tuple[dict[str, str], str | None]:
     """This process's cgroup per v1 controller, and its v2 cgroup (None without a v2 line)."""
     v1: dict[str, str] = {}
     v2 = None
-    try:
-        with open("/proc/self/cgroup") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return v1, v2
-    for line in lines:
+    for line in _lines("/proc/self/cgroup"):
         _, controllers, path = line.split(":", 2)
         if controllers == "":
             v2 = path
@@ -61,12 +65,7 @@ def _mounts() -> tuple[dict[str, tuple[str, str]], tuple[str, str] | None]:
     """Writable cgroup mounts: v1 controller -> (mount point, its root), and the v2 (mount point, root)."""
     v1: dict[str, tuple[str, str]] = {}
     v2 = None
-    try:
-        with open("/proc/self/mountinfo") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return v1, v2
-    for line in lines:
+    for line in _lines("/proc/self/mountinfo"):
         left, _, right = line.partition(" - ")
         fields, rest = left.split(), right.split()
         if len(fields) < 6 or len(rest) < 3 or "rw" not in fields[5].split(","):
