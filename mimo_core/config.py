@@ -145,9 +145,14 @@ class EnvironmentConfig(_Strict):
 class GradingConfig(_Strict):
     """How a rollout's result is collected for grading. `strict` grades exactly what the benchmark's own
     harness grades (a Harbor task's collect hooks, verbatim: committed work only); `lenient` also counts
-    uncommitted work. The value is written into every results.jsonl record and traj.json."""
+    uncommitted work. The value is written into every results.jsonl record and traj.json. `tamper`: what
+    an agent's change to the tests or the test runner's configuration costs it."""
 
     collect: Literal["strict", "lenient"] = "strict"
+    # What a changed test infrastructure costs (docs/sandboxes.md): `revert` puts it back to the task's
+    # version and grades the rest of the change; `zero` also gives the rollout reward 0. Either way the
+    # change is recorded as a containment event with its paths.
+    tamper: Literal["revert", "zero"] = "revert"
 
 
 class MimoConfig(_Strict):
