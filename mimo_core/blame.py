@@ -24,6 +24,24 @@ class WorkdirDestroyed(MimoError):
         return Grade(reward=0.0, passed=False, details={"workdir_destroyed": True})
 
 
+class GradingFailed(MimoError):
+    """Collecting the agent's submission failed in a sandbox that still answers: whose fault it is is
+    decided by the reference check (rollout._blame), with the agent's result kept for the record."""
+
+    status = ExitStatus.GRADING_ERROR
+
+    def __init__(self, message: str, result: object = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class GitDirReplaced(WorkdirDestroyed):
+    """The agent replaced its repository's .git folder (a link, a file, gone): nothing can be graded."""
+
+    def grade(self) -> Grade:
+        return Grade(reward=0.0, passed=False, details={"git_dir_replaced": True})
+
+
 def check_workdir(env: Environment) -> None:
     """Raise WorkdirDestroyed if the sandbox is alive but its working directory is missing or empty; a
     sandbox removed from outside (`vanished`, where the backend can tell) is the infrastructure's."""

@@ -21,12 +21,13 @@ from pydantic import BaseModel, ConfigDict
 
 from mimo_core.agents.base import AgentResult
 from mimo_core.attempts import is_finished_attempt, keep_failed_attempt
-from mimo_core.blame import WorkdirDestroyed, check_workdir
+from mimo_core.blame import GradingFailed, WorkdirDestroyed, check_workdir
 from mimo_core.config import NamedConfig
 from mimo_core.containment.detect import Watch
 from mimo_core.containment.events import attempts, counts
 from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.datasets.requirements import preflight
+from mimo_core.datasets.tamper import apply_policy
 from mimo_core.datasets.task_limits import agent_deadline, with_task_limits
 from mimo_core.disk import disk_full, is_disk_full
 from mimo_core.environments.base import (
@@ -40,9 +41,10 @@ from mimo_core.environments.base import (
 from mimo_core.environments.registry import make_environment
 from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.evidence import keep_verifier_evidence
-from mimo_core.grading.grade import Grade
+from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.rubric import JudgeResult
 from mimo_core.redaction import redact, register_environment
+from mimo_core.reference_check import reference_grades_cleanly
 from mimo_core.results import ResultRecord, ResultsStore, write_json, write_model_json
 from mimo_core.rollout_files import RolloutFiles
 from mimo_core.rollout_names import folder_name, legacy_folder_name
@@ -254,11 +256,15 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
         timings.env_setup_s = time.monotonic() - t0
         rec.log(f"sandbox ready in {timings.env_setup_s:.2f}s, cwd={env.spec.cwd}")
         t1 = time.monotonic()
-        agent_result, submission = _act(job, dtype, env, rec, cancel)
+        try:
+            agent_result, submission = _act(job, dtype, env, rec, cancel)
+        except GradingFailed as e:
+            agent_result, submission = e.result, None  # type: ignore[assignment]
+            grade = _blame(job, Grade(infra_error=str(e)), rec, cancel)
         timings.agent_s = time.monotonic() - t1
-        if agent_result.exit_status not in UNGRADED_STATUSES:
+        if grade is None and agent_result.exit_status not in UNGRADED_STATUSES:
             t2 = time.monotonic()
-            grade = _grade(dtype, env, task, submission, sandboxes, rec)
+            grade = _grade(job, dtype, env, submission, sandboxes, rec, cancel)
             keep_verifier_evidence(grade, rollout_dir)
             judge = _judge(job, env, submission, rollout_dir, rec)  # after the grade: it cannot change it
             timings.grading_s = time.monotonic() - t2
@@ -319,9 +325,11 @@ def _act(
         try:
             _begin_grading(env, dtype, job.task, rec)
             return result, dtype.collect_submission(env, job.task)
-        except SandboxError:
+        except SandboxError as e:
             check_workdir(env)  # the agent's own doing, if it destroyed its working directory
-            raise
+            if _sandbox_gone(env) or (cancel is not None and cancel.is_set()):
+                raise
+            raise GradingFailed(f"collecting the submission failed: {e}", result) from e
     if job.recalc == GT:
         applied, log = dtype.apply_gold(env, job.task)
         _begin_grading(env, dtype, job.task, rec)
@@ -332,6 +340,15 @@ def _act(
         _begin_grading(env, dtype, job.task, rec)
     rec.log(f"recalc ({job.recalc}): submission {'applied' if applied else 'did NOT apply'}\n{log[-2000:]}")
     return AgentResult(exit_status=ExitStatus.RECALCULATED), submission
+
+
+def _enter_grading(env: Environment, dtype: DatasetType, task: Task) -> None:
+    """The grading phase's start without a record (the reference check's sandbox)."""
+    begin = getattr(env, "begin_grading", None)
+    if begin is not None:
+        begin()
+    dtype.prepare_grading(env, task)
+    _put_back(env, dtype, task)
 
 
 def _begin_grading(env: Environment, dtype: DatasetType, task: Task, rec: RolloutFiles) -> None:
@@ -348,8 +365,31 @@ def _begin_grading(env: Environment, dtype: DatasetType, task: Task, rec: Rollou
     planted = dtype.prepare_grading(env, task)
     if planted:
         rec.containment.add("planted_files", "found where only the verifier writes, removed: " + ", ".join(planted))
+    found = _put_back(env, dtype, task)
+    for f in found:
+        rec.containment.add(f.kind, f.detail)  # type: ignore[arg-type]
     rec.log(f"grading: {alive} process(es) of the agent killed; verifier folders fresh"
-            + (f"; removed {len(planted)} planted file(s)" if planted else ""))
+            + (f"; removed {len(planted)} planted file(s)" if planted else "")
+            + "".join(f"; {f.kind}: {f.detail}" for f in found))
+
+
+def _put_back(env: Environment, dtype: DatasetType, task: Task) -> list[Finding]:
+    """What the agent changed outside its work (files of the system, the repository's test infrastructure
+    and git config) put back before anything of grading runs; what was found, for the record."""
+    found: list[Finding] = []
+    discard = getattr(env, "discard_system_changes", None)
+    if discard is not None:
+        keep = [env.spec.cwd, env.scratch_dir, "/logs", "/tests", "/solution"]
+        changed = discard(keep)
+        if changed:
+            shown = ", ".join(changed[:12]) + (f" and {len(changed) - 12} more" if len(changed) > 12 else "")
+            found.append(Finding(kind="system_files", detail=f"{len(changed)} path(s) outside the repository "
+                                                             f"changed, put back before grading: {shown}"))
+            getattr(dtype, "tamper_findings", []).extend(found)
+    secure = getattr(dtype, "secure_repository", None)
+    if secure is not None:
+        found += secure(env, task)
+    return found
 
 
 def _judge(job: RolloutJob, env: Environment, submission: str | None, rollout_dir: Path,
@@ -373,13 +413,57 @@ def _judge(job: RolloutJob, env: Environment, submission: str | None, rollout_di
 
 
 def _grade(
-    dtype: DatasetType, env: Environment, task: Task, submission: str | None, sandboxes: _Sandboxes,
-    rec: RolloutFiles,
+    job: RolloutJob, dtype: DatasetType, env: Environment, submission: str | None, sandboxes: _Sandboxes,
+    rec: RolloutFiles, cancel: threading.Event | None,
 ) -> Grade:
-    grade = dtype.grade(env, task, submission or "", sandboxes.new)
+    """The verifier's verdict, then what grading found (void verdicts and the tamper policy), then whose
+    fault a grading failure is (blame_grading)."""
+    task = job.task
+    try:
+        grade = dtype.grade(env, task, submission or "", sandboxes.new)
+    except MimoError as e:
+        if status_of(e) not in INFRA_STATUSES or _sandbox_gone(env) or (cancel is not None and cancel.is_set()):
+            raise
+        grade = Grade(infra_error=f"grading failed: {e}")
+    for f in grade.findings:
+        rec.containment.add(f.kind, f.detail)  # type: ignore[arg-type]
+    earlier = _unique(getattr(dtype, "tamper_findings", []))
+    grade = apply_policy(grade, earlier + grade.findings, job.config.config.grading.tamper)
+    grade = _blame(job, grade, rec, cancel)
     rec.log(f"graded: reward={grade.reward} passed={grade.passed}"
             + (f" infra_error={grade.infra_error}" if grade.infra_error else ""))
     return grade
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    seen: dict[tuple[str, str], Finding] = {}
+    for f in findings:
+        seen.setdefault((f.kind, f.detail), f)
+    return list(seen.values())
+
+
+def _sandbox_gone(env: Environment) -> bool:
+    vanished = getattr(env, "vanished", None)
+    try:
+        return bool(vanished is not None and vanished())
+    except Exception:
+        return True
+
+
+def _blame(job: RolloutJob, grade: Grade, rec: RolloutFiles, cancel: threading.Event | None) -> Grade:
+    """A grading failure after the agent's changes is the agent's 0 when the reference solution grades
+    cleanly in the same image (reference_check, once per task); otherwise it stays an infrastructure error."""
+    if not grade.infra_error or job.recalc is not None or (cancel is not None and cancel.is_set()):
+        return grade
+    verdict = reference_grades_cleanly(job, _dataset_type, lambda: _Sandboxes(job), _enter_grading)
+    rec.log(f"grading failed ({grade.infra_error}); the reference solution in the same image: "
+            + {True: "grades cleanly: the agent's 0", False: "fails too: an infrastructure error",
+               None: "cannot be graded (no reference solution): an infrastructure error"}[verdict])
+    grade.details["reference_check"] = {True: "clean", False: "failed", None: "unavailable"}[verdict]
+    if verdict is not True:
+        return grade
+    details = {**grade.details, "reward": 0.0, "grading_failed_after_agent": grade.infra_error}
+    return grade.model_copy(update={"reward": 0.0, "passed": False, "infra_error": None, "details": details})
 
 
 def _grading_summary(details: dict[str, Any]) -> dict[str, Any]:

@@ -89,6 +89,19 @@ def _build(task: Any, dest: Path) -> bool:
     return res.returncode == 0
 
 
+def prepared_sha(prepared: Path) -> str | None:
+    """The base commit of a prepared repository (its packed refs name it), read on the host."""
+    refs = prepared / ".git" / "packed-refs"
+    try:
+        for line in refs.read_text().splitlines():
+            sha, _, ref = line.partition(" ")
+            if ref == BASE_REF:
+                return sha
+    except OSError:
+        return None
+    return None
+
+
 def prepared_base(task: Any) -> Path | None:
     """A host folder holding the task's starting files and its git base, or None (set it up in the sandbox).
     Only for tasks seeded from the host with no setup script (which could change the base)."""

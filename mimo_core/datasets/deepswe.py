@@ -15,11 +15,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from mimo_core.datasets.base import EnvFactory, Task
-from mimo_core.datasets.git import GIT, GIT_ENV
+from mimo_core.datasets.git import GIT, GIT_ENV, HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.datasets.paths import TASK_CWD_LABEL
 from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
 from mimo_core.datasets.requirements import grading_problem
+from mimo_core.datasets.tamper import diff_paths, drop_paths
 from mimo_core.environments.base import Environment
+from mimo_core.errors import SandboxError
 from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
@@ -76,6 +78,15 @@ class DeepSWEDatasetType(RepoDatasetType):
         self.patch_missing = False
 
     def collect_submission(self, env: Environment, task: Task) -> str:
+        """The collected patch without the sections of the test infrastructure that grading put back in
+        the tree (a committed `conftest.py` stays in `base..HEAD`): what is recorded is what is graded."""
+        patch = self._collect(env, task)
+        kept, dropped = drop_paths(patch, self.tampered_paths)
+        if dropped:
+            self.collect_notes["submission_dropped_paths"] = dropped[:50]
+        return kept
+
+    def _collect(self, env: Environment, task: Task) -> str:
         """Run the task's collect hooks on the tree the agent left and read the patch artifact.
 
         `strict` (default) runs them verbatim, as the official harness does: DeepSWE's hook is
@@ -95,12 +106,13 @@ class DeepSWEDatasetType(RepoDatasetType):
         self.collect_notes = {"collect_mode": self.collect, "uncommitted_files": uncommitted}
         if self.collect == "lenient" and uncommitted:
             run(env, f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'agent changes')",
-                cwd=cwd)
+                cwd=cwd, extra_env=GIT_ENV)
             self.collect_notes["committed_for_agent"] = True
         run(env, f"rm -f {shlex.quote(artifact)}")
         exits = []
         for hook in task.collect:
-            res = run(env, pm.text(hook.command), cwd=cwd, timeout=hook.timeout_sec, extra_env=pm.env_vars())
+            res = run(env, pm.text(hook.command), cwd=cwd, timeout=hook.timeout_sec,
+                      extra_env={**HERMETIC_GIT_ENV, **pm.env_vars()})
             exits.append(res.returncode)
             if res.returncode != 0 and _MISSING_REVISION.search(res.output):
                 self.collect_error = ("a collect hook names a commit the sandbox's repository lacks (the sandbox "
@@ -155,17 +167,36 @@ class DeepSWEDatasetType(RepoDatasetType):
             pm = self.paths(venv, task)
             patch_path = pm.path(task.patch_artifact)
             venv.execute(f"mkdir -p {shlex.quote(patch_path.rsplit('/', 1)[0])}")
-            if not self.patch_missing:  # a hook that wrote nothing leaves no artifact, as in the harness
-                venv.write_file(patch_path, submission.encode())
-            if not self._verifier_applies(task):
-                ok, log = apply_patch(venv, submission, venv.spec.cwd)
-                if not ok:
-                    grade = apply_failed_grade(log)
-                    grade.details.update(self.collect_notes)
-                    return grade
+            # The whole diff goes in (as in the harness), then the test infrastructure goes back to the
+            # task's, exactly as in the agent's sandbox; a verifier that applies the patch itself gets it
+            # without those files' sections, onto the pristine tree.
+            ok, log = apply_patch(venv, submission, venv.spec.cwd)
+            if not ok:
+                grade = apply_failed_grade(log)
+                grade.details.update(self.collect_notes)
+                return grade
+            self.secure_repository(venv, task)
+            if self._verifier_applies(task):
+                submission, _ = drop_paths(submission, self.tampered_paths)
+                self._reset_to_base(venv, diff_paths(submission))
+                if not self.patch_missing:  # a hook that wrote nothing leaves no artifact, as in the harness
+                    venv.write_file(patch_path, submission.encode())
             return self._verify(venv, task)
         finally:
             venv.stop()
+
+    def _reset_to_base(self, env: Environment, paths: set[str]) -> None:
+        """The named paths back to the base commit (removed where the base has none)."""
+        base = self.base_of(env)
+        if base is None or not paths:
+            return
+        sha = shlex.quote(base.sha)
+        script = "".join(f"if {HERMETIC_GIT} cat-file -e {sha}:{shlex.quote(p)} 2>/dev/null; then "
+                         f"{HERMETIC_GIT} checkout -q {sha} -- {shlex.quote(p)}; else rm -rf -- {shlex.quote(p)}; fi; "
+                         for p in sorted(paths))
+        res = run(env, script + "true", cwd=env.spec.cwd, extra_env=HERMETIC_GIT_ENV)
+        if res.returncode != 0:
+            raise SandboxError(f"could not reset the verifier's tree: {tail(res.output, 500)}")
 
     def _verify(self, env: Environment, task: DeepSWETask) -> Grade:
         pm = self.paths(env, task)

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from mimo_core.datasets.base import EnvFactory, Task
-from mimo_core.datasets.git import BASE_REF, GIT
+from mimo_core.datasets.git import BASE_REF, HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
 from mimo_core.environments.base import Environment
 from mimo_core.grading.grade import Grade
@@ -59,12 +59,20 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
     row_model: ClassVar[type[Task]] = OpenSourceCodeTask
     default_cwd: ClassVar[str] = "/testbed"
 
+    def protected_paths(self, task: Task) -> set[str]:
+        """The test patch's files are the task's tests, whatever their names."""
+        return set(_DIFF_FILE.findall(task.test_patch)) if isinstance(task, OpenSourceCodeTask) else set()
+
     def _restore_tests(self, env: Environment, task: OpenSourceCodeTask) -> tuple[bool, str]:
-        """The agent may have edited the test files: put them back to the base, then apply the test patch."""
+        """The agent may have edited the test files: put them back to the base (pinned at setup), then
+        apply the test patch."""
         cwd = env.spec.cwd
+        known = self.base_of(env)
+        base = shlex.quote(known.sha) if known is not None else BASE_REF
         for path in _DIFF_FILE.findall(task.test_patch):
             q = shlex.quote(path)
-            run(env, f"{GIT} checkout {BASE_REF} -- {q} 2>/dev/null || rm -f {q}", cwd=cwd)
+            run(env, f"{HERMETIC_GIT} checkout {base} -- {q} 2>/dev/null || rm -f {q}", cwd=cwd,
+                extra_env=HERMETIC_GIT_ENV)
         return apply_patch(env, task.test_patch, cwd)
 
     def _run_tests(self, env: Environment, task: OpenSourceCodeTask, tests: list[str]) -> tuple[dict[str, bool], str]:

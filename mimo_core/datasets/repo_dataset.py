@@ -16,12 +16,13 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 
 from mimo_core.datasets.base import EnvFactory, Task
-from mimo_core.datasets.base_repo import prepared_base
-from mimo_core.datasets.git import BASE_REF, GIT, GIT_ENV
+from mimo_core.datasets.base_repo import prepared_base, prepared_sha
+from mimo_core.datasets.git import BASE_REF, GIT, GIT_ENV, HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.datasets.paths import TASK_CWD_LABEL, PathMap, path_map
+from mimo_core.datasets.tamper import RepoBase, diff_paths, secure_repository
 from mimo_core.environments.base import Environment, ExecResult, SandboxSpec
 from mimo_core.errors import DatasetError, SandboxError
-from mimo_core.grading.grade import Grade
+from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.reward import apply_failed_grade, tail
 from mimo_core.values import Cpus, MegaBytes
@@ -92,6 +93,14 @@ def file_bytes(value: Any) -> bytes:
     raise DatasetError(f"file entry must be text or {{content, encoding}}, got {type(value).__name__}")
 
 
+def cut_repository_history(env: Environment, cwd: str, sha: str) -> dict[str, Any]:
+    """The repository's history cut at its base (no branch, tag, reflog, stash or object of the future),
+    as the record keeps it."""
+    from mimo_core.datasets.history import cut_history
+
+    return cut_history(env, cwd, sha).model_dump(mode="json")
+
+
 def run(env: Environment, command: str, cwd: str | None = None, timeout: float | None = None,
         extra_env: dict[str, str] | None = None) -> ExecResult:
     return env.execute(command, timeout=timeout, cwd=cwd, env=extra_env)
@@ -107,6 +116,12 @@ class RepoDatasetType:
     def __init__(self, collect: str = "strict") -> None:
         self.collect = collect  # grading.collect: only types with their own collect rules (deepswe) differ
         self.apply_failed_log: str | None = None  # set when a submission did not apply: graded 0, apply_failed
+        # Each sandbox's repository as it started (base commit, git config), kept here on the host where no
+        # process of the agent can move it: by id of the sandbox, which lives as long as this object.
+        self.bases: dict[int, RepoBase] = {}
+        self.tamper_findings: list[Finding] = []  # what secure_repository found in the agent's sandbox
+        self.tampered_paths: set[str] = set()  # every path it put back or removed
+        self.history: dict[str, Any] | None = None  # what cutting the repository's history removed
 
     # --- sandbox ----------------------------------------------------------------------------------
     def task_cwd(self, task: Task) -> str:
@@ -141,8 +156,11 @@ class RepoDatasetType:
         if isinstance(task, RepoTask):
             if not made.output.strip():
                 prepared = prepared_base(task)
-                if prepared is not None:  # files + base commit made once per task on the host: a copy here
+                sha = prepared_sha(prepared) if prepared is not None else None
+                if prepared is not None and sha is not None:  # files + base made once per task on the host
                     env.copy_in(prepared, cwd)
+                    config = prepared / ".git" / "config"
+                    self.bases[id(env)] = RepoBase(sha, config.read_bytes() if config.is_file() else None)
                     return
                 self._seed(env, task, cwd)
             if task.setup_script:
@@ -163,13 +181,51 @@ class RepoDatasetType:
             env.copy_in(src, cwd)
 
     def ensure_git_base(self, env: Environment, cwd: str) -> None:
-        """Make cwd a git repository (if it is not the top of one) and remember its base commit."""
+        """Make cwd a git repository (if it is not the top of one) and remember its base commit and git
+        config on the host. A repository that came with history (an image's) has it cut at the base."""
         script = (
             'if [ "$(git rev-parse --show-toplevel 2>/dev/null)" != "$(pwd -P)" ]; then '
-            f"git init -q && {GIT} add -A && {GIT} commit -q --allow-empty -m base || exit 1; fi; "
-            f"{GIT} update-ref {BASE_REF} HEAD"
+            f"git init -q && {GIT} add -A && {GIT} commit -q --allow-empty -m base || exit 1; echo made; "
+            f"else echo existing; fi; {GIT} update-ref {BASE_REF} HEAD && {GIT} rev-parse HEAD"
         )
-        self._check(run(env, script, cwd=cwd, extra_env=GIT_ENV), "create and record the base commit")
+        res = self._check(run(env, script, cwd=cwd, extra_env=GIT_ENV), "create and record the base commit")
+        words = res.output.split()
+        sha = words[-1] if words else ""
+        if len(sha) < 40:
+            raise SandboxError(f"could not read the base commit: {tail(res.output, 500)}")
+        if "existing" in words:
+            self.history = cut_repository_history(env, cwd, sha)
+        try:
+            config = env.read_file(f"{cwd.rstrip('/')}/.git/config")
+        except Exception:  # each backend reports a missing file its own way
+            config = None
+        self.bases[id(env)] = RepoBase(sha, config)
+
+    def base_of(self, env: Environment) -> RepoBase | None:
+        return self.bases.get(id(env))
+
+    # --- the task's test infrastructure ------------------------------------------------------------
+    def exempt_paths(self, task: Task) -> set[str]:
+        """Paths the reference solution changes: its changes there are the task's own, never tampering."""
+        gold = self.gold_submission(task)
+        return diff_paths(gold) if gold else set()
+
+    def protected_paths(self, task: Task) -> set[str]:
+        """Paths the task itself names as its tests (beyond protected.py's rules): types override."""
+        return set()
+
+    def secure_repository(self, env: Environment, task: Task) -> list[Finding]:
+        """Once the agent's processes are gone and before anything is collected: the repository's git
+        config and test infrastructure back to the task's (datasets/tamper.py); what was changed is
+        returned (and kept on this object for the grade and the patch sent to a separate verifier)."""
+        base = self.base_of(env)
+        if base is None:
+            return []
+        findings, paths = secure_repository(env, env.spec.cwd, base, exempt=self.exempt_paths(task),
+                                            protected=self.protected_paths(task))
+        self.tamper_findings += findings
+        self.tampered_paths |= paths
+        return findings
 
     @staticmethod
     def _check(res: ExecResult, what: str) -> ExecResult:
@@ -218,9 +274,15 @@ class RepoDatasetType:
 
     # --- submissions ------------------------------------------------------------------------------
     def collect_submission(self, env: Environment, task: Task) -> str:
+        """The tree against the base commit pinned at setup, through an index of our own (the agent's may
+        hide changes: skip-worktree, assume-unchanged, forged stat data), with no external diff or textconv."""
         cwd = env.spec.cwd
-        base = BASE_REF if run(env, f"git rev-parse -q --verify {BASE_REF}", cwd=cwd).returncode == 0 else "HEAD"
-        res = run(env, f"{GIT} add -A && {GIT} diff --cached --binary {base}", cwd=cwd)
+        known = self.base_of(env)
+        base = known.sha if known is not None else BASE_REF
+        index = shlex.quote(f"{env.scratch_dir}/collect-index-{uuid.uuid4().hex[:8]}")
+        res = run(env, f"export GIT_INDEX_FILE={index}; {HERMETIC_GIT} read-tree {base} && {HERMETIC_GIT} add -A && "
+                       f"{HERMETIC_GIT} diff --cached --binary --no-ext-diff --no-textconv {base}; s=$?; "
+                       f"rm -f {index}; exit $s", cwd=cwd, extra_env=HERMETIC_GIT_ENV)
         if res.returncode != 0:
             raise SandboxError(f"could not collect the diff: {tail(res.output, 2000)}")
         return res.output
