@@ -66,30 +66,38 @@ fail() { printf '%MARK%_ERROR %s\n' "$*" | head -c 2000; echo; exit 3; }
 base=%BASE%
 keep_tags=%KEEP_TAGS%
 baseref=%BASEREF%
-gd=$(g rev-parse --absolute-git-dir 2>&1) || fail "not a git repository: $gd"
-common=$(g rev-parse --git-common-dir 2>&1) || fail "no common git dir: $common"
+# One rev-parse for the git dirs, HEAD, the branch it names and the base (the slow path only explains a failure).
+if info=$(g rev-parse --absolute-git-dir --git-common-dir HEAD "$base^{commit}" --symbolic-full-name HEAD 2>/dev/null)
+then
+  { read -r gd; read -r common; read -r head; read -r _; read -r cur; } <<< "$info"
+else
+  out=$(g rev-parse --absolute-git-dir 2>&1) || fail "not a git repository: $out"
+  g rev-parse -q --verify "$base^{commit}" >/dev/null 2>&1 || fail "the base $base is not a commit of this repository"
+  fail "HEAD names no commit"
+fi
+[ "$head" = "$base" ] || fail "HEAD is at $head, not at the base $base"
+[ "$cur" = HEAD ] && cur=
 common=$(cd "$common" && pwd -P) || fail "no common git dir"
 case "$gd" in "$common"/worktrees/*) mine=${gd#"$common"/worktrees/}; mine=${mine%%/*};; *) mine=;; esac
 [ -d "$common/reftable" ] && reftable=1 || reftable=
-g cat-file -e "$base^{commit}" 2>/dev/null || fail "the base $base is not a commit of this repository"
-head=$(g rev-parse -q --verify HEAD) || fail "HEAD names no commit"
-[ "$head" = "$base" ] || fail "HEAD is at $head, not at the base $base"
-cur=$(g symbolic-ref -q HEAD) || cur=
 say branch "$cur"
 [ -w "$common" ] && [ -w "$common/objects" ] && [ -w "$gd" ] || fail "the git directory is read-only"
 
 # --- refs: count by kind, delete all but the kept ones (broken refs too) in one transaction
+listing=$(g for-each-ref --format='%(objectname) %(refname)' 2>&1) || fail "could not list refs: $listing"
 kept=" $cur $baseref "
-if [ "$keep_tags" = 1 ]; then
-  tags_kept=$(g for-each-ref --merged="$base" --format='%(refname)' refs/tags) || fail "could not list tags"
-  for r in $tags_kept; do kept="$kept$r "; done
-fi
-listing=$(g for-each-ref --format='%(refname)' 2>&1) || fail "could not list refs: $listing"
-nb=0 nt=0 nk=0 nr=0 ns=0 nn=0 nrep=0 no=0 dels=
+case "$listing" in
+  *" refs/tags/"*)
+    if [ "$keep_tags" = 1 ]; then
+      tags_kept=$(g for-each-ref --merged="$base" --format='%(refname)' refs/tags) || fail "could not list tags"
+      for r in $tags_kept; do kept="$kept$r "; done
+    fi;;
+esac
+nb=0 nt=0 nk=0 nr=0 ns=0 nn=0 nrep=0 no=0 dels= baseok=
 while IFS= read -r line; do
   case "$line" in
-    refs/*) r=$line;;
     "warning: ignoring broken ref "*) r=${line#warning: ignoring broken ref };;
+    *" refs/"*) r=${line#* }; [ "$line" = "$base $baseref" ] && baseok=1;;
     *) continue;;
   esac
   case "$kept" in *" $r "*) case "$r" in refs/tags/*) nk=$((nk+1));; esac; continue;; esac
@@ -109,25 +117,27 @@ done <<< "$listing"
 if [ -n "$dels" ]; then
   out=$(printf '%s' "$dels" | g update-ref --no-deref --stdin 2>&1) || fail "could not delete refs: $out"
 fi
-out=$(g update-ref "$baseref" "$base" 2>&1) || fail "could not set $baseref: $out"
+if [ -z "$baseok" ]; then out=$(g update-ref "$baseref" "$base" 2>&1) || fail "could not set $baseref: $out"; fi
 say branches $nb; say tags $nt; say tags_kept $nk; say remote_refs $nr; say stashes $ns; say notes $nn
 say replace_refs $nrep; say other_refs $no
 
-# --- remotes and upstream config
-remotes=$(g remote 2>/dev/null) || remotes=
-nrem=0
-for r in $remotes; do
-  nrem=$((nrem+1)); g config --remove-section "remote.$r" >/dev/null 2>&1
-done
-keys='^(remote\.[^.]*|branch\..*\.(remote|merge|pushremote))$'
-for k in $(g config --local --name-only --get-regexp "$keys" 2>/dev/null); do
-  g config --local --unset-all "$k" >/dev/null 2>&1
+# --- remotes (their sections, remote.* keys) and every branch's upstream keys, from one config read
+nrem=0 seen=" "
+keys=$(g config --local --name-only --get-regexp '^(remote|branch)\.' 2>/dev/null) || keys=
+for k in $keys; do
+  case "$k" in
+    remote.*.*) r=${k#remote.}; r=${r%.*}
+      case "$seen" in *" $r "*) continue;; esac
+      seen="$seen$r "; nrem=$((nrem+1)); g config --local --remove-section "remote.$r" >/dev/null 2>&1;;
+    remote.*|branch.*.remote|branch.*.merge|branch.*.pushremote) g config --local --unset-all "$k" >/dev/null 2>&1;;
+  esac
 done
 say remotes $nrem
 
 # --- reflogs, other worktrees, operation state, alternates
 nlog=0
-for d in "$common/logs" "$gd/logs"; do
+dirs="$common/logs"; [ "$gd" = "$common" ] || dirs="$dirs $gd/logs"
+for d in $dirs; do
   if [ -d "$d" ]; then n=$(find "$d" -type f -exec cat {} + | wc -l); nlog=$((nlog+n)); fi
 done
 rm -rf "$common/logs" "$gd/logs" || fail "could not remove the reflogs"
@@ -146,6 +156,8 @@ state=
 for f in %STATE%; do
   for d in "$gd" "$common"; do
     [ -e "$d/$f" ] || [ -L "$d/$f" ] || continue
+    # an empty folder (git init's template makes branches/) is not worth reporting
+    if [ -d "$d/$f" ] && [ ! -L "$d/$f" ] && [ -z "$(ls -A "$d/$f")" ]; then rmdir "$d/$f"; continue; fi
     rm -rf "$d/$f" || fail "could not remove $f"
     case " $state " in *" $f "*) ;; *) state="$state $f";; esac
   done
@@ -166,12 +178,17 @@ say objects_before "$total"
 say reachable "$reach"
 pruned=0
 if [ "$total" != "$reach" ] || [ "$garbage" != 0 ] || [ "$alt" = 1 ] || [ "$nalt" != 0 ] || [ "$keeps" != 0 ]; then
-  find "$common/objects/pack" -maxdepth 1 -name '*.keep' -delete 2>/dev/null
-  out=$(g repack -a -d -q 2>&1) || fail "repack failed: $out"
-  rm -f "$common/objects/info/alternates"
+  # Loose objects only (a repository made in place): prune alone drops the garbage. Packs: repack first.
+  if [ -n "$(find "$common/objects/pack" -maxdepth 1 -name '*.pack' 2>/dev/null | head -1)" ] ||
+     [ "$alt" = 1 ] || [ "$nalt" != 0 ]; then
+    find "$common/objects/pack" -maxdepth 1 -name '*.keep' -delete 2>/dev/null
+    out=$(g repack -a -d -q 2>&1) || fail "repack failed: $out"
+    rm -f "$common/objects/info/alternates"
+  fi
   out=$(g prune --expire=now 2>&1) || fail "prune failed: $out"
   rm -f "$common/objects/pack"/tmp_* "$common/objects"/*/tmp_obj_* 2>/dev/null
   pruned=1
+  read -r total garbage nalt <<< "$(counts)"
 fi
 say pruned $pruned
 
@@ -181,14 +198,12 @@ left=$(g for-each-ref --format='%(refname)' 2>&1) || bad="$bad; refs cannot be l
 for r in $left; do case "$kept" in *" $r "*) ;; *) bad="$bad; ref $r left";; esac; done
 extra=$(g rev-list --count --all --not "$base" 2>&1) || extra="?"
 [ "$extra" = 0 ] || bad="$bad; $extra commits reachable outside the base's past"
-[ "$(g rev-parse -q --verify HEAD)" = "$base" ] || bad="$bad; HEAD moved"
-[ "$(g rev-parse -q --verify "$baseref")" = "$base" ] || bad="$bad; $baseref is not the base"
-[ -z "$cur" ] || [ "$(g rev-parse -q --verify "$cur")" = "$base" ] || bad="$bad; $cur is not the base"
-[ -z "$(g remote 2>/dev/null)" ] || bad="$bad; remotes left: $(g remote | tr '\n' ' ')"
+tips=$(g rev-parse -q --verify HEAD 2>&1; g rev-parse "$baseref" $cur 2>&1)
+for t in $tips; do [ "$t" = "$base" ] || bad="$bad; HEAD, $baseref or $cur is not the base"; done
+[ -z "$(g config --local --name-only --get-regexp '^remote\.' 2>/dev/null)" ] || bad="$bad; remotes left"
 [ ! -e "$common/logs" ] && [ ! -e "$gd/logs" ] || bad="$bad; reflogs left"
-read -r after garbage nalt <<< "$(counts)"
-say objects_after "$after"
-[ "$after" = "$reach" ] || bad="$bad; $after objects stored, $reach reachable"
+say objects_after "$total"
+[ "$total" = "$reach" ] || bad="$bad; $total objects stored, $reach reachable"
 [ "$garbage" = 0 ] || bad="$bad; $garbage garbage files in the object store"
 [ "$nalt" = 0 ] || bad="$bad; alternates left"
 if [ -n "$bad" ]; then say check_failed "${bad#; }"; else say checked 1; fi

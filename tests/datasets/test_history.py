@@ -76,15 +76,15 @@ echo "NOTE=$(git rev-parse refs/notes/commits)"
 """
 
 
-def sh(env: Environment, command: str, check: bool = True) -> str:
-    res = env.execute(command, cwd=env.spec.cwd)
+def sh(env: Environment, command: str, check: bool = True, cwd: str | None = None) -> str:
+    res = env.execute(command, cwd=cwd or env.spec.cwd)
     if check:
         assert res.returncode == 0, res.output
     return res.output
 
 
-def poisoned(env: Environment) -> tuple[str, list[str]]:
-    out = sh(env, POISONED)
+def poisoned(env: Environment, cwd: str | None = None) -> tuple[str, list[str]]:
+    out = sh(env, POISONED, cwd=cwd)
     values = [line.split("=", 1) for line in out.splitlines() if "=" in line]
     base = next(v for k, v in values if k == "BASE")
     future = [v for k, v in values if k in ("FUTURE", "TAGOBJ", "FIXTREE", "NOTE")]
@@ -108,11 +108,12 @@ def state(env: Environment) -> dict[str, str]:
     }
 
 
-def finds_the_future(env: Environment, future: list[str]) -> list[str]:
+def finds_the_future(env: Environment, future: list[str], cwd: str | None = None) -> list[str]:
     """Every way the issue names (and a few more) an agent digs for the fix; empty when none works."""
+    cwd = cwd or env.spec.cwd
     found = []
     for sha in future:
-        if env.execute(f"git cat-file -e {sha}", cwd=env.spec.cwd).returncode == 0:
+        if env.execute(f"git cat-file -e {sha}", cwd=cwd).returncode == 0:
             found.append(f"cat-file -e {sha}")
     looks = {
         "log --all": "git log --all --format='%H %B' -p",
@@ -127,7 +128,7 @@ def finds_the_future(env: Environment, future: list[str]) -> list[str]:
         "objects": "git cat-file --batch-all-objects --batch 2>/dev/null | grep -a FUTURE; true",
     }
     for name, command in looks.items():
-        out = env.execute(command, cwd=env.spec.cwd).output
+        out = env.execute(command, cwd=cwd).output
         if "FUTURE" in out or any(sha in out for sha in future):
             found.append(f"{name}: {out[-300:]}")
     return found
@@ -167,6 +168,35 @@ def test_detached_head_and_all_tags_removed(env: Environment) -> None:
     assert finds_the_future(env, future) == []
     assert sh(env, "git rev-parse HEAD").strip() == base
     assert sh(env, "git for-each-ref --format='%(refname)'").split() == [BASE_REF]
+
+
+def test_borrowed_objects_are_copied_in_and_the_link_cut(env: Environment) -> None:
+    """A `clone --shared` borrows its objects (alternates): the base's past is copied in, the rest is not."""
+    src, work = f"{env.spec.cwd}/src", f"{env.spec.cwd}/work"
+    sh(env, "mkdir -p src")
+    base, future = poisoned(env, cwd=src)
+    sh(env, f"git -c safe.directory='*' clone -q --shared --no-checkout src work && cd work && "
+            f"git checkout -q -B main {base}")
+    assert sh(env, "cat .git/objects/info/alternates", cwd=work).strip()
+    report = cut_history(env, work, base)
+    assert report.checked and report.error is None, report
+    assert report.alternates and report.pruned and report.remotes == 1 and report.remote_refs >= 1
+    sh(env, "rm -rf src")
+    assert finds_the_future(env, future, cwd=work) == []
+    assert sh(env, "git fsck --strict --no-dangling 2>&1 && git rev-list --count HEAD", cwd=work).split()[-1] == "2"
+
+
+def test_loose_garbage_is_pruned_without_a_repack(env: Environment) -> None:
+    git = "git -c user.name=m -c user.email=m@l"
+    sh(env, f"git init -q && echo a > a && git add a && {git} commit -qm base && "
+            f"echo FUTURE_LOOSE > a && {git} commit -qam later && git reset -q --hard HEAD~1")
+    base = sh(env, "git rev-parse HEAD").strip()
+    later = sh(env, "git rev-parse HEAD@{1}").strip()
+    report = cut_history(env, env.spec.cwd, base)
+    assert report.checked and report.pruned and report.reflogs == 6, report  # HEAD's and the branch's: 3 each
+    assert (report.objects_before, report.objects_after) == (6, 3)
+    assert finds_the_future(env, [later]) == []
+    assert sh(env, "ls .git/objects/pack") == ""  # no repack was needed
 
 
 def test_a_fresh_repository_costs_little_and_loses_nothing(env: Environment,
