@@ -24,9 +24,14 @@ reachable count with no garbage and no alternates. `checked` says the checks pas
 The working tree and the index are never touched. A repository that cannot be cleaned (read-only, broken,
 HEAD not at the base) gives a report with `error` set; this function never raises for that.
 
-Cost: one exec (~75 ms on docker) plus git's own time: ~25 ms of git processes for a fresh repository of a few
-thousand files with nothing to remove (see tests/datasets/test_history.py); a repack when there is
-garbage costs what git's repack of that history costs.
+Cost, measured (2-core machine): a fresh repository of 3000 files with nothing to remove, 56-62 ms locally
+and 144 ms on docker (one exec, ~75 ms of it); the poisoned test repository (repack + prune) 174 ms on
+docker; psf/requests cloned with its remote (6k commits, 27k objects) cut 300 commits back: 0.44 s with
+the repack, 0.19 s when run again with nothing left to remove (most of it the `rev-list --objects` walk).
+Garbage only in loose objects is pruned without a repack.
+
+Not handled: submodules' own git dirs (.git/modules), the message of an annotated tag kept on the base's
+past (written later than the base), objects only the index names (kept, as `git prune` keeps them).
 """
 
 from __future__ import annotations
