@@ -17,7 +17,7 @@ from pydantic import Field
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.git import GIT, GIT_ENV, HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.datasets.paths import TASK_CWD_LABEL
-from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
+from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, file_bytes, run
 from mimo_core.datasets.requirements import grading_problem
 from mimo_core.datasets.tamper import diff_paths, drop_paths
 from mimo_core.environments.base import Environment
@@ -25,7 +25,7 @@ from mimo_core.errors import SandboxError
 from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
-from mimo_core.grading.reward import apply_failed_grade, quiesce, read_reward, tail
+from mimo_core.grading.reward import apply_failed_grade, quiesce, read_reward, reward_names, tail
 from mimo_core.strict_model import NumbersAreNumbers
 from mimo_core.values import Cpus, MegaBytes, Seconds
 
@@ -206,12 +206,17 @@ class DeepSWEDatasetType(RepoDatasetType):
         self.write_files(env, task, task.test_files, "/tests")
         res = run(env, pm.text(task.verifier_command), cwd=env.spec.cwd, timeout=task.verifier_timeout_sec,
                   extra_env={**task.verifier_env, **pm.env_vars()})
-        grade = read_reward(env, verifier_dir, res.output)
+        # read_reward's kill right after the command counts what outlived the verifier; the files read are
+        # those the verifier's own scripts name
+        names = reward_names(task.verifier_command,
+                             *(file_bytes(v).decode(errors="replace") for v in task.test_files.values()))
+        grade = read_reward(env, verifier_dir, res.output, names=names, exit_code=res.returncode,
+                            timed_out=res.timed_out)
         grade.details.setdefault("verifier_output_tail", tail(res.output))
         grade.details["verifier_exit_code"] = res.returncode
         grade.details["verifier_mode"] = task.verifier_mode
         grade.details.update(self.collect_notes)
         keep_evidence(env, verifier_dir, res.output, grade, task.test_files.get("config.json"))
-        if res.timed_out and grade.infra_error:
-            grade.infra_error = f"verifier timed out after {task.verifier_timeout_sec}s; {grade.infra_error}"
+        if res.timed_out:
+            grade.infra_error = f"the verifier timed out after {task.verifier_timeout_sec}s: no reward is read"
         return grade

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from mimo_core.datasets.base import EnvFactory, Task
-from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask
+from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, file_bytes
 from mimo_core.environments.base import Environment
 from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
-from mimo_core.grading.reward import quiesce, read_reward, tail
+from mimo_core.grading.reward import quiesce, read_reward, reward_names, tail
 from mimo_core.values import Seconds
 
 
@@ -36,10 +36,15 @@ class GenericDatasetType(RepoDatasetType):
         if task.test_files:
             self.write_files(env, task, task.test_files, "/tests")
         res = self.run_script(env, task, task.eval_script, "eval", timeout=task.eval_timeout)
-        grade = read_reward(env, reward_dir, res.output)
+        # read_reward's kill right after the script counts what outlived it; the files read are those the
+        # eval script (and the files it runs) name
+        names = reward_names(task.eval_script,
+                             *(file_bytes(v).decode(errors="replace") for v in task.test_files.values()))
+        grade = read_reward(env, reward_dir, res.output, names=names, exit_code=res.returncode,
+                            timed_out=res.timed_out)
         grade.details.setdefault("verifier_output_tail", tail(res.output))
         grade.details["verifier_exit_code"] = res.returncode
         keep_evidence(env, reward_dir, res.output, grade, task.test_files.get("config.json"))
-        if res.timed_out and grade.infra_error:
-            grade.infra_error = f"eval_script timed out after {task.eval_timeout}s; {grade.infra_error}"
+        if res.timed_out:
+            grade.infra_error = f"eval_script timed out after {task.eval_timeout}s: no reward is read"
         return grade

@@ -14,10 +14,10 @@ from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.git import BASE_REF, HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
 from mimo_core.environments.base import Environment
-from mimo_core.grading.grade import Grade
+from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.patch import apply_patch
-from mimo_core.grading.pytest_summary import parse_pytest, passed
-from mimo_core.grading.reward import quiesce, tail
+from mimo_core.grading.pytest_summary import contradictions, passed, read_pytest
+from mimo_core.grading.reward import quiesce, tail, void
 from mimo_core.values import Seconds
 
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/", re.M)
@@ -75,10 +75,14 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
                 extra_env=HERMETIC_GIT_ENV)
         return apply_patch(env, task.test_patch, cwd)
 
-    def _run_tests(self, env: Environment, task: OpenSourceCodeTask, tests: list[str]) -> tuple[dict[str, bool], str]:
+    def _run_tests(self, env: Environment, task: OpenSourceCodeTask,
+                   tests: list[str]) -> tuple[dict[str, bool], str, list[Finding]]:
+        """test id → passed, the output, and what contradicts the verdict (forged_verdict findings): only
+        pytest's own summary counts (`read_pytest`); conflicting result lines, a summary that disagrees
+        with its stats line or with pytest's exit status void it."""
         cwd, pm = env.spec.cwd, self.paths(env, task)
         if not tests:
-            return {}, ""
+            return {}, "", []
         if "{test}" in task.test_cmd:
             results, logs = {}, []
             for test in tests:
@@ -86,11 +90,13 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
                           timeout=task.test_timeout, extra_env=pm.env_vars())
                 results[test] = res.returncode == 0
                 logs.append(f"$ {test}: exit {res.returncode}\n{res.output}")
-            return results, "\n".join(logs)
+            return results, "\n".join(logs), []
         cmd = pm.text(task.test_cmd) + " " + " ".join(shlex.quote(t) for t in tests)
         res = run(env, cmd, cwd=cwd, timeout=task.test_timeout, extra_env=pm.env_vars())
-        status = parse_pytest(res.output)
-        return {t: passed(status, t) for t in tests}, res.output
+        report = read_pytest(res.output)
+        findings = [Finding(kind="forged_verdict", detail=f"pytest's summary: {c}", zeroes=True)
+                    for c in contradictions(report, res.returncode)]
+        return {t: passed(report.statuses, t) for t in tests}, res.output, findings
 
     def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
         assert isinstance(task, OpenSourceCodeTask)
@@ -98,9 +104,9 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
         ok, log = self._restore_tests(env, task)
         if not ok:
             return Grade(details={"test_patch_log": tail(log)}, infra_error="the row's test_patch does not apply")
-        f2p, out1 = self._run_tests(env, task, task.FAIL_TO_PASS)
+        f2p, out1, forged1 = self._run_tests(env, task, task.FAIL_TO_PASS)
         quiesce(env)  # what the first run left cannot change the second's outcome
-        p2p, out2 = self._run_tests(env, task, task.PASS_TO_PASS)
+        p2p, out2, forged2 = self._run_tests(env, task, task.PASS_TO_PASS)
         f2p_passed, p2p_passed = sum(f2p.values()), sum(p2p.values())
         if not f2p and not p2p:
             return Grade(infra_error="the row lists no FAIL_TO_PASS or PASS_TO_PASS tests")
@@ -112,4 +118,7 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
             "partial": (f2p_passed + p2p_passed) / (len(f2p) + len(p2p)),
             "apply_failed": False, "verifier_output_tail": tail(out1 + "\n" + out2),
         }
-        return Grade(reward=reward, passed=success, details=details)
+        grade = Grade(reward=reward, passed=success, details=details)
+        for finding in forged1 + forged2:  # the test report contradicts itself: the verdict is void
+            grade = void(grade, finding)
+        return grade

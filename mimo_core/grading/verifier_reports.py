@@ -9,6 +9,7 @@ per-test results in `reward.json` (`"f2p": {"test id": true, ...}`). The task's 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +44,21 @@ def _status(value: Any) -> str:
     return _STATUS.get(str(value).strip().lower(), ERRORED)
 
 
+# DeepSWE's grader lists a test absent from the runner's reports as `failed` with the message "missing
+# from report (test did not run or produced no result ...)": it is missing, not failed.
+_MISSING_MESSAGE = re.compile(r"\b(missing|not found|absent) (from|in) (the )?(test )?report", re.I)
+
+
 def ctrf_outcomes(report: Any) -> dict[str, str]:
-    """test name → passed | failed | errored, from a CTRF document."""
+    """test name → passed | failed | errored | missing, from a CTRF document."""
     tests = (report.get("results") or {}).get("tests") if isinstance(report, dict) else None
     out: dict[str, str] = {}
     for t in tests if isinstance(tests, list) else []:
         if isinstance(t, dict) and t.get("name") is not None:
-            out[str(t["name"])] = _status(t.get("status"))
+            status = _status(t.get("status"))
+            if status != PASSED and _MISSING_MESSAGE.search(str(t.get("message") or "")):
+                status = MISSING
+            out[str(t["name"])] = status
     return out
 
 

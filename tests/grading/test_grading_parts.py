@@ -91,8 +91,10 @@ def test_missing_reward_is_infra_error(env: Environment) -> None:
 
 
 def test_pytest_summary_is_parsed() -> None:
-    out = ("PASSED tests/a.py::test_x\nFAILED tests/a.py::test_y - AssertionError: no\n"
-           "ERROR tests/b.py::test_z[a b]\nsomething else\n")
+    out = ("===== short test summary info =====\n"
+           "PASSED tests/a.py::test_x\nFAILED tests/a.py::test_y - AssertionError: no\n"
+           "ERROR tests/b.py::test_z[a b]\nsomething else\n"
+           "===== 1 failed, 1 passed, 1 error in 0.12s =====\n")
     assert parse_pytest(out) == {"tests/a.py::test_x": "PASSED", "tests/a.py::test_y": "FAILED",
                                  "tests/b.py::test_z[a b]": "ERROR"}
 
