@@ -10,6 +10,7 @@ script, return exit code and output), `open_shell_stream`, `execute` and the fil
 from __future__ import annotations
 
 import contextlib
+import re
 import secrets
 import shlex
 from pathlib import Path
@@ -195,6 +196,42 @@ class ContainerEnvironment:
     def read_only_view(self) -> None:
         """No read-only view of a live container: the judge gets read-only file tools instead."""
         return None
+
+    def mark_system_baseline(self) -> None:
+        """From now on, a change outside the kept paths is the agent's (container/system_files.py). Called
+        at the end of `start()`; the rollout calls it again once the task's setup is done, so what the setup
+        installed (a `setup_script`'s `pip install`) stays. The time is the container's clock, held here."""
+        code, raw, err = self.exec_bytes("date +%s.%N", timeout=60)
+        stamp = raw.decode(errors="replace").strip()
+        if code != 0 or not re.fullmatch(r"\d+(\.\d+)?", stamp):
+            raise SandboxError(f"{self._where()}: cannot read the container's clock (exit {code}): "
+                               f"{stamp[:100]}{err[:100]}")
+        self._system_baseline = stamp
+
+    def discard_system_changes(self, keep: list[str]) -> list[str]:
+        """After `begin_grading()`, before the submission is collected: every path outside `keep` (the
+        repository, /logs, /tests, ...; the grading scratch folder is always kept) that changed since
+        `mark_system_baseline()` is put back to the image's version: added paths removed, changed or
+        deleted ones restored, from a reference container of the image started only when needed.
+        Returns what was found, sorted, as `added <path>`, `changed <path>`, `deleted <path>`, or
+        `unrestored <path> (why)` when the image's version could not be had (at most 200 entries, then
+        `... and N more`). Temporary files (/tmp, /var/tmp) and bytecode caches are removed unreported."""
+        from mimo_core.environments.container.system_files import SystemFiles
+
+        self._require()
+        since = getattr(self, "_system_baseline", None)
+        if since is None:
+            raise SandboxError(f"{self._where()}: discard_system_changes before mark_system_baseline")
+        return SystemFiles(self, since, [*keep, self.scratch_dir]).run()
+
+    def _reference(self) -> Any:
+        """A context manager: a sandbox of the same image that nothing has touched (`exec_bytes`,
+        `write_file`), removed on exit."""
+        raise NotImplementedError
+
+    def _extract_root(self, archive: bytes) -> None:
+        """Unpack a tar (names relative to /) at / in the container, owners and modes as in the tar."""
+        raise NotImplementedError
 
     # -- persistent shells (the ShellHost side of shell.py) ---------------------------------------------
 

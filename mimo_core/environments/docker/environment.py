@@ -14,11 +14,15 @@ SIGKILLed runner left. The `docker` package is imported lazily so `mimoagent --h
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import secrets
 import shlex
+import tarfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -69,6 +73,27 @@ class DockerOptions(BaseModel):
     # Limits every task container gets unless its row sets its own: a fork bomb stays inside.
     pids_limit: int | None = Field(default=4096, gt=0)
     no_new_privileges: bool = True  # setuid programs cannot raise the agent's privileges
+
+
+class _Reference:
+    """A reference container's commands (stdout alone) and file writes."""
+
+    def __init__(self, client: Any, container: Any) -> None:
+        self.client, self.container = client, container
+
+    def exec_bytes(self, script: str, stdin: bytes = b"", timeout: float = 300.0) -> tuple[int, bytes, str]:
+        res = self.container.exec_run(["sh", "-c", script], user="0", demux=True)
+        out, err = res.output or (None, None)
+        return int(res.exit_code if res.exit_code is not None else 1), out or b"", (err or b"").decode(errors="replace")
+
+    def write_file(self, path: str, data: bytes, mode: int | None = None) -> None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(os.path.basename(path))
+            info.size, info.mode = len(data), mode or 0o600
+            tar.addfile(info, io.BytesIO(data))
+        if not self.container.put_archive(os.path.dirname(path) or "/", buf.getvalue()):
+            raise SandboxError(f"writing {path} in the reference container failed")
 
 
 def _name_part(text: str, n: int) -> str:
@@ -128,6 +153,7 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         ca = self._ca_bundle()
         if ca is not None:
             self.write_file(HOST_CA_BUNDLE, Path(ca).read_bytes(), mode=0o644)
+        self.mark_system_baseline()
 
     def _create(self) -> Any:
         spec, opts = self.spec, self.options
@@ -279,6 +305,25 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
             returncode = 1 if code is None else int(code)
         return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
                           duration_s=time.monotonic() - start)
+
+    # -- a pristine system for grading (container/system_files.py) ----------------------------------
+
+    @contextlib.contextmanager
+    def _reference(self) -> Iterator[_Reference]:
+        """A container of the same image, never touched, without network; removed on exit."""
+        labels = {**self.spec.labels, **owner_labels()}
+        labels[LABEL_INSTANCE] = f"{labels.get(LABEL_INSTANCE, 'task')}-reference"
+        ref = _Reference(self.client, self.client.containers.create(
+            image=self.image, entrypoint=["/bin/sh", "-c", KEEPALIVE], command=[], detach=True,
+            network_mode="none", labels=labels, user="0", security_opt=["no-new-privileges"]))
+        try:
+            ref.container.start()
+            yield ref
+        finally:
+            remove(ref.container.id, self.client)
+
+    def _extract_root(self, archive: bytes) -> None:
+        self._put("/", archive)
 
     # -- persistent shells (the ShellHost side of shell.py) -----------------------------------------
 
