@@ -122,6 +122,7 @@ class RepoDatasetType:
         self.tamper_findings: list[Finding] = []  # what secure_repository found in the agent's sandbox
         self.tampered_paths: set[str] = set()  # every path it put back or removed
         self.history: dict[str, Any] | None = None  # what cutting the repository's history removed
+        self.solution_paths: set[str] = set()  # what a reference solution script changed (exempt)
 
     # --- sandbox ----------------------------------------------------------------------------------
     def task_cwd(self, task: Task) -> str:
@@ -208,7 +209,7 @@ class RepoDatasetType:
     def exempt_paths(self, task: Task) -> set[str]:
         """Paths the reference solution changes: its changes there are the task's own, never tampering."""
         gold = self.gold_submission(task)
-        return diff_paths(gold) if gold else set()
+        return (diff_paths(gold) if gold else set()) | self.solution_paths
 
     def protected_paths(self, task: Task) -> set[str]:
         """Paths the task itself names as its tests (beyond protected.py's rules): types override."""
@@ -308,6 +309,8 @@ class RepoDatasetType:
             if files:
                 self.write_files(env, task, files, "/solution")
             res = self.run_script(env, task, script, "solve", extra_env=getattr(task, "solution_env", None))
+            if res.returncode == 0 and self.base_of(env) is not None:  # what it changed is the task's own
+                self.solution_paths |= diff_paths(self.collect_submission(env, task))
             return res.returncode == 0, res.output
         return False, f"{task.instance_id}: the row has no reference solution (gold_patch or solution_script)"
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from mimo_core.blame import GitDirReplaced
+from mimo_core.blame import GitDirReplaced, check_workdir
 from mimo_core.datasets.git import HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.environments.base import Environment
 from mimo_core.errors import SandboxError
@@ -256,6 +256,7 @@ def _restore_git_config(env: Environment, cwd: str, base: RepoBase) -> list[Find
     git_dir = f"{cwd.rstrip('/')}/.git"
     probe = env.execute(f"[ -d {shlex.quote(git_dir)} ] && [ ! -L {shlex.quote(git_dir)} ] && echo dir", timeout=60)
     if probe.output.strip() != "dir":
+        check_workdir(env)  # an emptied working directory says so first
         raise GitDirReplaced(f"{git_dir} is no longer the repository's folder (a link, a file or gone)")
     findings = []
     if base.git_config is not None:
