@@ -22,6 +22,7 @@ echo 'forged:x:0:0::/:/bin/sh' >> /etc/passwd; touch -d 2001-01-01 /etc/passwd
 printf 'def pytest_runtest_makereport(item, call):\n    pass\n' > /conftest.py
 rm /etc/debian_version
 chmod 777 /usr/share/doc
+pyc=/usr/lib/python3/dist-packages/__pycache__; mkdir -p $pyc; echo x > $pyc/six.cpython-311.pyc
 """
 
 
@@ -35,6 +36,19 @@ def _grade(env: Any, keep: list[str]) -> tuple[list[str], float]:
     t = time.monotonic()
     report = env.discard_system_changes(keep)
     return report, time.monotonic() - t
+
+
+def _count_references(env: Any) -> list[int]:
+    """A list that gets an item each time `env` starts a reference sandbox of its image."""
+    started: list[int] = []
+    real = env._reference
+
+    def counting() -> Any:
+        started.append(1)
+        return real()
+
+    env._reference = counting
+    return started
 
 
 def _repo(env: Any) -> None:
@@ -65,6 +79,9 @@ def test_system_edits_are_put_back_and_reported(make_docker_env: Any) -> None:
                       "python3 -c 'import os; print(os.environ.get(\"FORGED\"))'").output
     assert out.count("No such file") == 4, out
     assert out.strip().endswith("None"), out
+    # A planted bytecode file is removed, unreported (bytecode caches are removed quietly).
+    pyc = "/usr/lib/python3/dist-packages/__pycache__/six.cpython-311.pyc"
+    assert "No such file" in env.execute(f"ls {pyc} 2>&1").output
     assert env.execute("cat /etc/passwd; ls -ld /usr/share/doc | cut -c1-10; cat /etc/debian_version").output == before
     # The repository, its own conftest.py and .pth included, is the agent's work: untouched.
     assert env.execute("cd /testbed && find . -type f | sort | xargs sha256sum").output == repo_before
@@ -75,8 +92,9 @@ def test_system_edits_are_put_back_and_reported(make_docker_env: Any) -> None:
 
 def test_untouched_container_reports_nothing_and_is_fast(make_docker_env: Any) -> None:
     env = make_docker_env(cwd="/testbed", network=False)
+    references = _count_references(env)
     report, took = _grade(env, ["/testbed"])
-    assert report == []
+    assert report == [] and references == []
     print(f"\ndiscard, untouched: {took * 1000:.0f} ms")
     assert took < 1.0
 
@@ -89,8 +107,10 @@ def test_only_the_repository_changed_reports_nothing(make_docker_env: Any) -> No
     _agent(env, "cd /testbed && python3 -c 'import json, email.mime.text, lib' && mkdir -p /tmp/pytest-of-root/x "
                 "&& echo t > /tmp/pytest-of-root/x/f && echo 'print(1)' > /tmp/scratch.py && python3 /tmp/scratch.py")
     repo_before = env.execute("cd /testbed && find . -type f | sort | xargs sha256sum").output
+    references = _count_references(env)
     report, took = _grade(env, ["/testbed", "/logs"])
     assert report == [], report
+    assert references == [], "nothing outside the repository needed the image"
     assert env.execute("ls /tmp/pytest-of-root /tmp/scratch.py 2>&1").output.count("No such file") == 2
     assert env.execute("cd /testbed && find . -type f | sort | xargs sha256sum").output == repo_before
     print(f"\ndiscard, repository only: {took * 1000:.0f} ms")

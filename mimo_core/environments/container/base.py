@@ -201,7 +201,8 @@ class ContainerEnvironment:
         """From now on, a change outside the kept paths is the agent's (container/system_files.py). Called
         at the end of `start()`; the rollout calls it again once the task's setup is done, so what the setup
         installed (a `setup_script`'s `pip install`) stays. The time is the container's clock, held here."""
-        code, raw, err = self.exec_bytes("date +%s.%N", timeout=60)
+        code, raw, err = self.exec_bytes("d=$(date +%s.%N); case $d in *[!0-9.]*|*.) date +%s;; *) echo $d;; esac",
+                                         timeout=60)
         stamp = raw.decode(errors="replace").strip()
         if code != 0 or not re.fullmatch(r"\d+(\.\d+)?", stamp):
             raise SandboxError(f"{self._where()}: cannot read the container's clock (exit {code}): "

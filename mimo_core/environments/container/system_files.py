@@ -155,8 +155,8 @@ class SystemFiles:
         env = self.env
         code, raw, err = env.exec_bytes(find_script(self.since, [*_PRUNED, *self.keep]), timeout=600)
         found, _, rc = _parse(raw)
-        if rc is None:
-            raise SandboxError(f"{env._where()}: listing the changed system files failed (exit {code}): "
+        if rc is None or (rc != 0 and not found):  # a find without -newerct, ...: nothing it said is known
+            raise SandboxError(f"{env._where()}: listing the changed system files failed (exit {code}, find {rc}): "
                                f"{raw[-300:].decode(errors='replace')}{err[:300]}")
         found = [Entry(e.kind, e.mode, e.uid, e.gid, _norm(e.path)) for e in found if not self._kept(_norm(e.path))]
         quiet_rm: list[str] = []

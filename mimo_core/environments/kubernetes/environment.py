@@ -20,11 +20,12 @@ import logging
 import secrets
 import shlex
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mimo_core.environments import live
-from mimo_core.environments.base import Capabilities, ExecResult
+from mimo_core.environments.base import LABEL_INSTANCE, Capabilities, ExecResult
 from mimo_core.environments.container.base import (
     EXEC_MARKER,
     KEEPALIVE,
@@ -112,6 +113,7 @@ class KubernetesEnvironment(ContainerEnvironment):
             self.image = fallback
             self._launch(fallback)
         self._prepare()
+        self.mark_system_baseline()
 
     def _launch(self, image: str) -> None:
         """Create the pod (after its NetworkPolicy when the task has no network) and wait until it runs."""
@@ -221,6 +223,28 @@ class KubernetesEnvironment(ContainerEnvironment):
                 output += res.status_message
         return ExecResult(output=output, returncode=returncode, timed_out=res.timed_out,
                           duration_s=time.monotonic() - start)
+
+    # -- a pristine system for grading (container/system_files.py) ----------------------------------
+
+    @contextlib.contextmanager
+    def _reference(self) -> Iterator[KubernetesEnvironment]:
+        """A pod of the same image, never touched, without network; deleted on exit."""
+        labels = dict(self.spec.labels)
+        labels[LABEL_INSTANCE] = f"{labels.get(LABEL_INSTANCE, 'task')}-reference"
+        spec = self.spec.model_copy(update={"image": self.image, "seed_dir": None, "network": False, "mounts": {},
+                                            "labels": labels}, deep=True)
+        ref = KubernetesEnvironment(spec, self.config)
+        try:
+            ref.start()
+            yield ref
+        finally:
+            ref.stop()
+
+    def _extract_root(self, archive: bytes) -> None:
+        rc, out, err = self.exec_bytes(f"head -c {len(archive)} | tar -xpf - -C /", archive, timeout=600)
+        if rc != 0:
+            raise SandboxError(f"pod {self.namespace}/{self.pod}: restoring the image's files failed (exit {rc}): "
+                               f"{out[-200:].decode(errors='replace')}{err[:200]}")
 
     # -- persistent shells (the ShellHost side of shell.py) -----------------------------------------
 
