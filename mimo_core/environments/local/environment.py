@@ -239,6 +239,21 @@ class LocalEnvironment(LocalFiles):
             self._start_bwrap()
         return alive
 
+    def mark_system_baseline(self) -> None:
+        """Nothing to mark: see `discard_system_changes`."""
+
+    def discard_system_changes(self, keep: list[str]) -> list[str]:
+        """What the agent changed outside `keep` and the verifier would see: always [] here, for two reasons.
+
+        With `sandbox: bwrap` nothing outside the work folder survives into grading: the host's system
+        folders (/usr, /etc, ...) are bound read-only, and `begin_grading` starts a new sandbox whose
+        home, scratch, /tmp, /var (with /var/tmp) and /run are new and empty (private tmpfs; the agent's
+        are gone with its sandbox), so there is nothing to put back. Without a sandbox the agent runs as
+        the runner's user on this host: what it wrote outside its folders (a writable site-packages, the
+        user's ~/.local, the host's /tmp) is not tracked and cannot be seen here; that mode is not
+        confined at all (capabilities: confined=False)."""
+        return []
+
     def end_processes(self) -> int:
         """Kill every process now running in the sandbox (the verifier left), before its reward is read."""
         self._close_sessions()
