@@ -46,7 +46,7 @@ def _status(value: Any) -> str:
 
 # DeepSWE's grader lists a test absent from the runner's reports as `failed` with the message "missing
 # from report (test did not run or produced no result ...)": it is missing, not failed.
-_MISSING_MESSAGE = re.compile(r"\b(missing|not found|absent) (from|in) (the )?(test )?report", re.I)
+_MISSING_MESSAGE = re.compile(r"\b(missing|not found|absent) (from|in) (the )?(test )?reports?\b", re.I)
 
 
 def ctrf_outcomes(report: Any) -> dict[str, str]:
