@@ -253,6 +253,7 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
         preflight(task, job.config.config)
         env = sandboxes.new(sandboxes.spec_for(dtype))
         dtype.setup(env, task)
+        mark_baseline(env)
         timings.env_setup_s = time.monotonic() - t0
         rec.log(f"sandbox ready in {timings.env_setup_s:.2f}s, cwd={env.spec.cwd}")
         t1 = time.monotonic()
@@ -373,6 +374,14 @@ def _begin_grading(env: Environment, dtype: DatasetType, task: Task, rec: Rollou
             + "".join(f"; {f.kind}: {f.detail}" for f in found))
 
 
+def mark_baseline(env: Environment) -> None:
+    """The system as the task's setup left it: what changes after this outside the repository is the
+    agent's (discard_system_changes), on backends that can tell."""
+    mark = getattr(env, "mark_system_baseline", None)
+    if mark is not None:
+        mark()
+
+
 def _put_back(env: Environment, dtype: DatasetType, task: Task) -> list[Finding]:
     """What the agent changed outside its work (files of the system, the repository's test infrastructure
     and git config) put back before anything of grading runs; what was found, for the record."""
@@ -427,6 +436,8 @@ def _grade(
         grade = Grade(infra_error=f"grading failed: {e}")
     for f in grade.findings:
         rec.containment.add(f.kind, f.detail)  # type: ignore[arg-type]
+    if getattr(dtype, "history", None):
+        grade.details.setdefault("history_cut", dtype.history)  # type: ignore[attr-defined]
     earlier = _unique(getattr(dtype, "tamper_findings", []))
     grade = apply_policy(grade, earlier + grade.findings, job.config.config.grading.tamper)
     grade = _blame(job, grade, rec, cancel)

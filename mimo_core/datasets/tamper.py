@@ -36,8 +36,9 @@ from mimo_core.grading.protected import (
     shadow_name,
 )
 
-# What `grading.tamper: zero` zeroes (tests_added is informational: honest agents write tests too).
-ZEROED_BY_POLICY = frozenset({"tampered_tests", "git_config", "system_files"})
+# What `grading.tamper: zero` zeroes. Informational only: tests_added (honest agents write tests too) and
+# system_files (an honest `pip install` changes site-packages and ~/.cache; it is put back all the same).
+ZEROED_BY_POLICY = frozenset({"tampered_tests", "git_config"})
 _SHOWN = 12  # paths named in one event's detail
 _DIFF_FILE = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)
 
