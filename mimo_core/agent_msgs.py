@@ -225,19 +225,20 @@ def _step_record(where: str, data: Any) -> _Raw:
 
 
 def _read_lines(path: Path) -> list[_Raw]:
-    try:
-        text = path.read_text()
-    except (OSError, ValueError) as e:
-        raise AgentMsgsError(f"{path}: cannot read ({type(e).__name__}: {e})") from e
-    lines = text.split("\n")
-    lines.pop()  # "" after the last newline, or a line torn by a killed writer: never a whole record
+    """Line by line (the file is never held whole beside its records)."""
     out = []
-    for n, line in enumerate(lines, 1):
-        try:
-            data = json.loads(line)
-        except ValueError as e:
-            raise AgentMsgsError(f"{path}:{n}: not a JSON record ({e})") from e
-        out.append(_step_record(f"{path}:{n}", data))
+    try:
+        with open(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                if not raw.endswith(b"\n"):
+                    break  # a line torn by a killed writer: never a whole record
+                try:
+                    data = json.loads(raw)
+                except ValueError as e:
+                    raise AgentMsgsError(f"{path}:{n}: not a JSON record ({e})") from e
+                out.append(_step_record(f"{path}:{n}", data))
+    except OSError as e:
+        raise AgentMsgsError(f"{path}: cannot read ({type(e).__name__}: {e})") from e
     return out
 
 

@@ -21,6 +21,7 @@ from mimo_core.agents.blackbox import CLI_AGENTS
 from mimo_core.bounded import MAX_CONFIG_BYTES, TooBig, load_json, load_yaml, read_capped
 from mimo_core.environments.names import BACKEND_NAMES
 from mimo_core.errors import ConfigError
+from mimo_core.limits import LimitsConfig
 from mimo_core.redaction import is_secret_name, register, secrets_in, strip_userinfo
 from mimo_core.strict_model import NumbersAreNumbers, dotted, problem_text
 from mimo_core.values import MAX_SECONDS, TaskCwd, http_url_problem
@@ -161,6 +162,7 @@ class MimoConfig(_Strict):
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     grading: GradingConfig = Field(default_factory=GradingConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)  # bytes read of agent-made data (limits.py)
 
     @model_validator(mode="after")
     def _cli_protocol(self) -> MimoConfig:

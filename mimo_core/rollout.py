@@ -43,6 +43,7 @@ from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.evidence import keep_verifier_evidence
 from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.rubric import JudgeResult
+from mimo_core.limits import set_limits
 from mimo_core.redaction import redact, register_environment
 from mimo_core.reference_check import reference_grades_cleanly
 from mimo_core.results import ResultRecord, ResultsStore, write_json, write_model_json
@@ -155,6 +156,7 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     An unfinished earlier attempt (an ungraded status, or killed mid-way) is evidence: it moves to
     `attempts/<n>/` in the rollout's folder and the record counts it (`attempts`)."""
     register_environment(os.environ)  # keys the SDKs and CLI agents read from the environment: never written
+    set_limits(job.config.config.limits)  # this thread's byte budgets on agent-made data (mimo_core/limits.py)
     final = job.output_dir / job.rel_dir
     adopt_legacy_folder(job, final)
     for leftover in final.parent.glob(f"{final.name}.attempt-*"):

@@ -20,12 +20,13 @@ from mimo_core.datasets.paths import TASK_CWD_LABEL
 from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, file_bytes, run
 from mimo_core.datasets.requirements import grading_problem
 from mimo_core.datasets.tamper import diff_paths, drop_paths
-from mimo_core.environments.base import Environment
+from mimo_core.environments.base import Environment, read_head
 from mimo_core.errors import SandboxError
 from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.reward import apply_failed_grade, quiesce, read_reward, reward_names, tail
+from mimo_core.limits import current_limits, truncation_note
 from mimo_core.strict_model import NumbersAreNumbers
 from mimo_core.values import Cpus, MegaBytes, Seconds
 
@@ -119,7 +120,10 @@ class DeepSWEDatasetType(RepoDatasetType):
                                       f"is not the task's image?): {tail(res.output, 300).strip()}")
         self.collect_notes["collect_exit_codes"] = exits
         try:
-            return env.read_file(artifact).decode("utf-8", errors="replace")
+            head = read_head(env, artifact, current_limits().max_artifact_bytes)
+            if head.truncated:  # a cut patch would not apply: say why the reward is 0
+                self.collect_notes["patch_truncated"] = truncation_note(head.size, len(head.data))
+            return head.data.decode("utf-8", errors="replace")
         except Exception:  # each backend reports a missing file its own way
             if self.collect == "lenient":
                 self.collect_notes["patch_source"] = "own diff (the hooks wrote no patch)"

@@ -97,6 +97,32 @@ class Environment(Protocol):
         ...
 
 
+class FileHead(BaseModel):
+    """At most `max_bytes` of a file (`read_head`): its first bytes, its size, and whether more followed."""
+
+    data: bytes
+    size: int | None  # the file's size in bytes; None where it has none (a device such as /dev/zero)
+    truncated: bool  # the file holds more than `data`
+
+
+class BoundedReads(Protocol):
+    """Optional, on top of `Environment`: a read of at most `max_bytes` that never loads the whole file
+    (local: `head -c` in the sandbox or a capped read; docker: a capped archive stream; kubernetes: `head
+    -c` over exec). Every read of agent-made data goes through `read_head` below."""
+
+    def read_head(self, path: str, max_bytes: int) -> FileHead: ...
+
+
+def read_head(env: Environment, path: str, max_bytes: int) -> FileHead:
+    """The first `max_bytes` of `path` in the sandbox. A backend without `read_head` (a custom
+    `module:Class`) is read whole, then cut: its own read_file decides what that costs."""
+    method = getattr(env, "read_head", None)
+    if method is not None:
+        return method(path, max_bytes)
+    data = env.read_file(path)
+    return FileHead(data=data[:max_bytes], size=len(data), truncated=len(data) > max_bytes)
+
+
 class GradingSeam(Protocol):
     """Optional, on top of `Environment`: what keeps a hostile agent away from its own grade.
 

@@ -11,9 +11,10 @@ import os
 import shlex
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from mimo_core.environments.base import Environment
+from mimo_core.environments.base import Environment, FileHead, read_head
+from mimo_core.limits import current_limits, truncation_note
 from mimo_core.messages import ToolSchema
 from mimo_core.tools.args import check_args
 from mimo_core.tools.base import ToolError, ToolResult
@@ -29,11 +30,13 @@ class FileToolConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_output_chars: int | None = None  # default: agent.observation_max_chars
+    max_read_bytes: int | None = Field(None, gt=0, le=1 << 30)  # default: limits.max_read_bytes
 
 
-def _load(env: Environment, path: str) -> bytes:
+def _load(env: Environment, path: str, max_bytes: int) -> FileHead:
+    """At most `max_bytes` of the file, read in the sandbox before anything is decoded."""
     try:
-        return env.read_file(path)
+        return read_head(env, path, max_bytes)
     except FileNotFoundError:
         raise ToolError(f"file not found: {path}") from None
     except IsADirectoryError:
@@ -72,13 +75,16 @@ def _numbered(lines: list[str], first: int) -> str:
 
 class ReadTool:
     def __init__(self, config: FileToolConfig | None = None, observation_max_chars: int = 10000) -> None:
-        self.max_chars = (config or FileToolConfig()).max_output_chars or observation_max_chars
+        config = config or FileToolConfig()
+        self.max_chars = config.max_output_chars or observation_max_chars
+        self.max_bytes = config.max_read_bytes  # None: the rollout's limits.max_read_bytes
         self.schema = ToolSchema(
             name="read",
             description=(
                 "Read a text file and return its lines prefixed with 1-based line numbers and a tab "
                 "(the numbers are not part of the file). Give start_line/end_line to read part of a "
-                "long file; long output is shortened to its beginning and end."
+                "long file; long output is shortened to its beginning and end, and only the first "
+                "part of a very large file is read (use bash for the rest)."
             ),
             parameters={
                 "type": "object",
@@ -97,23 +103,33 @@ class ReadTool:
     def run(self, args: dict[str, Any], env: Environment) -> ToolResult:
         check_args("read", self.schema.parameters, args)
         path = args["path"]
-        lines = _text(_load(env, path), path).splitlines(keepends=True)
         start, end = args.get("start_line") or 1, args.get("end_line")
         if start < 1 or (end is not None and end < start):
             raise ToolError(f"read: need 1 <= start_line <= end_line, got start_line={start}, end_line={end}")
+        head = _load(env, path, self.max_bytes or current_limits().max_read_bytes)
+        lines = _text(head.data, path).splitlines(keepends=True)
+        cut = truncation_note(head.size, len(head.data)) if head.truncated else ""
+        more = (f"{cut}: the first {len(head.data)} bytes hold lines 1-{len(lines)} (the last one may be "
+                f"cut); read further with bash (e.g. sed -n '{len(lines)},+100p' or tail -c)") if cut else ""
         if not lines:
             return ToolResult(output=f"({path} is empty)")
         if start > len(lines):
+            if cut:
+                raise ToolError(f"read: start_line={start} is past what was read of {path}. {more}")
             raise ToolError(f"read: start_line={start} is past the end of {path} ({len(lines)} lines)")
         end = len(lines) if end is None else min(end, len(lines))
-        body = _numbered(lines[start - 1:end], start)
+        body, total = _numbered(lines[start - 1:end], start), len(lines)
+        del lines  # only what is shown is kept
         if not body.endswith("\n"):
             body += "\n"
         if len(body) > self.max_chars:
             body = truncate_middle(body, self.max_chars)
-            body += f"\n[{path} has {len(lines)} lines; use start_line/end_line to read a smaller range]\n"
-        elif start > 1 or end < len(lines):
-            body += f"[lines {start}-{end} of {len(lines)}]\n"
+            body += (f"\n{more}\n" if cut else
+                     f"\n[{path} has {total} lines; use start_line/end_line to read a smaller range]\n")
+        elif cut:
+            body += f"{more}\n"
+        elif start > 1 or end < total:
+            body += f"[lines {start}-{end} of {total}]\n"
         return ToolResult(output=body)
 
 
@@ -176,7 +192,13 @@ class EditTool:
             raise ToolError("edit: old_string is empty; to create or overwrite a file use write")
         if old == new:
             raise ToolError("edit: old_string and new_string are identical; nothing would change")
-        text = _text(_load(env, path), path)
+        limit = current_limits().max_read_bytes
+        head = _load(env, path, limit)
+        if head.truncated:
+            raise ToolError(f"edit: {path} is larger than the file tools read "
+                            f"({truncation_note(head.size, len(head.data))}; limits.max_read_bytes); change it "
+                            "with bash (sed, a script)")
+        text = _text(head.data, path)
         count = text.count(old)
         if count == 0:
             raise ToolError(
@@ -189,6 +211,10 @@ class EditTool:
                 "matches exactly once, or set replace_all to true to replace all of them."
             )
         at = text.index(old)
+        grown = len(text) + count * max(0, len(new) - len(old)) if args.get("replace_all") else len(text) + len(new)
+        if grown > limit:
+            raise ToolError(f"edit: the result would be over {limit} characters (limits.max_read_bytes); "
+                            "change the file with bash")
         updated = text.replace(old, new) if args.get("replace_all") else text.replace(old, new, 1)
         _store(env, path, updated)
         first = text.count("\n", 0, at) + 1

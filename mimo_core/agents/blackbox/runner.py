@@ -157,8 +157,14 @@ class CliAgent:
 
 
 def _read(env: Environment, path: str) -> str:
+    """A log of the CLI agent's, at most `limits.max_artifact_bytes` of it (a cut one says so at its end)."""
+    from mimo_core.environments.base import read_head
+    from mimo_core.limits import current_limits, truncation_note
+
     try:
-        return env.read_file(path).decode("utf-8", errors="replace")
+        head = read_head(env, path, current_limits().max_artifact_bytes)
+        text = head.data.decode("utf-8", errors="replace")
+        return f"{text}\n{truncation_note(head.size, len(head.data))}\n" if head.truncated else text
     except (OSError, FileNotFoundError):
         return ""
     except Exception:  # backends raise their own errors for a missing file

@@ -17,7 +17,7 @@ from mimo_core.environments.docker.streams import link_target, spool
 from mimo_core.errors import SandboxError
 
 if TYPE_CHECKING:
-    from mimo_core.environments.base import SandboxSpec
+    from mimo_core.environments.base import FileHead, SandboxSpec
 
 _GO_MODE_DIR = 1 << 31  # the engine reports Go's os.FileMode
 
@@ -56,6 +56,39 @@ class ContainerFiles:
                 return self.read_file(link_target(path, member.linkname))
             f = tar.extractfile(member)
             return f.read() if f else b""
+
+    def read_head(self, path: str, max_bytes: int, _links: int = 0) -> FileHead:
+        """At most `max_bytes` of the file: the archive is read as a stream up to the file's first
+        `max_bytes + 1` bytes and the connection closed, so a 10 GB file costs `max_bytes`."""
+        import docker.errors
+
+        from mimo_core.environments.base import FileHead
+
+        path = self._abs(path)
+        api = self.client.api
+        try:
+            res = api._get(api._url("/containers/{0}/archive", self._require().id), params={"path": path},
+                           stream=True, headers={"Accept-Encoding": "identity"})
+            api._raise_for_status(res)
+        except docker.errors.NotFound:
+            raise FileNotFoundError(path) from None
+        try:
+            with tarfile.open(fileobj=res.raw, mode="r|") as tar:
+                member = tar.next()
+                if member is None or member.isdir():
+                    raise IsADirectoryError(path)
+                if member.issym() or member.islnk():
+                    link = member.linkname
+                else:
+                    f = tar.extractfile(member)
+                    data = f.read(max_bytes + 1) if f else b""
+                    size = member.size if member.isreg() else None
+                    return FileHead(data=data[:max_bytes], size=size, truncated=len(data) > max_bytes)
+        finally:
+            res.close()
+        if _links >= 40:
+            raise OSError(40, "Too many levels of symbolic links", path)
+        return self.read_head(link_target(path, link), max_bytes, _links + 1)
 
     def write_file(self, path: str, data: bytes, mode: int | None = None) -> None:
         """Write `data`, creating parent folders. `mode=None` keeps an existing file's mode (new: 0644)."""

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mimo_core.environments.base import FileHead
 from mimo_core.environments.kubernetes.exec import run
 from mimo_core.errors import SandboxError
 
@@ -41,6 +42,19 @@ def read_file(env: Any, path: str) -> bytes:
                                   timeout=_TIMEOUT)
     _check(env, rc, err, "reading", _abs(env, path))
     return out
+
+
+def read_head(env: Any, path: str, max_bytes: int) -> FileHead:
+    """At most `max_bytes` of the file, by `head -c` in the pod; its size (stat) on the first line."""
+    q = shlex.quote(_abs(env, path))
+    script = (f"[ -e {q} ] || exit {_MISSING}; [ -d {q} ] && exit {_IS_DIR}; "
+              f"if [ -f {q} ]; then stat -L -c %s {q} || exit 1; elif [ -c {q} ]; then echo -; else "
+              f"echo 'not a regular file' >&2; exit 1; fi; head -c {max_bytes + 1} {q}")
+    rc, out, err = env.exec_bytes(script, timeout=_TIMEOUT)
+    _check(env, rc, err, "reading", _abs(env, path))
+    first, _, data = out.partition(b"\n")
+    size = int(first) if first.strip().isdigit() else None
+    return FileHead(data=data[:max_bytes], size=size, truncated=len(data) > max_bytes)
 
 
 def _tar(add: Any) -> bytes:

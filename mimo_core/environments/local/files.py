@@ -16,17 +16,18 @@ import os
 import secrets
 import shlex
 import shutil
+import stat
 import tarfile
 from pathlib import Path
 from typing import Any
 
-from mimo_core.environments.base import SandboxRefusal
+from mimo_core.environments.base import FileHead, SandboxRefusal
 from mimo_core.environments.local.allowlist import PRIVATE_TOPS, SYSTEM_TOPS
 from mimo_core.environments.local.safe_files import copy_file, copy_tree, read_regular
 from mimo_core.stopping import check_stop
 from mimo_core.stopping import copy_tree as stoppable_copy_tree
 
-_MISSING, _IS_DIR, _FAILED = 44, 45, 46
+_MISSING, _IS_DIR, _FAILED, _SPECIAL = 44, 45, 46, 47
 _TIMEOUT = 600.0
 
 
@@ -101,6 +102,27 @@ class LocalFiles:
         finally:
             _unlink(out)
 
+    def read_head(self, path: str, max_bytes: int) -> FileHead:
+        """At most `max_bytes` of the file, never more in memory: `head -c` in the sandbox (a 10 GB sparse
+        file or /dev/zero costs `max_bytes`); a FIFO or socket is refused rather than waited on."""
+        if self._bwrap is None:
+            return _head_on_host(self._confined(path), max_bytes)
+        target, out = self._sandbox_target(path), self._xfer(self.scratch_dir)
+        q = shlex.quote(target)
+        res = self._run(
+            f"[ -e {q} ] || exit {_MISSING}; [ -d {q} ] && exit {_IS_DIR}; "
+            f"if [ -f {q} ]; then command -p stat -L -c %s -- {q} || exit {_FAILED}; elif [ -c {q} ]; then "
+            f"echo -; else echo 'not a regular file' >&2; exit {_SPECIAL}; fi; "
+            f"command -p head -c {max_bytes + 1} -- {q} > {shlex.quote(out)} || exit {_FAILED}",
+            "reading", path)
+        try:
+            data = read_regular(out, max_bytes + 1)
+        finally:
+            _unlink(out)
+        word = (res.output.strip().splitlines() or ["-"])[-1].strip()
+        size = int(word) if word.isdigit() else None
+        return FileHead(data=data[:max_bytes], size=size, truncated=len(data) > max_bytes)
+
     def write_file(self, path: str, data: bytes, mode: int | None = None) -> None:
         """Write `data`, creating parent folders. `mode=None` keeps an existing file's mode (new: 0644)."""
         if self._bwrap is None:
@@ -170,6 +192,31 @@ class LocalFiles:
             dest = dest / os.path.basename(host)
         dest.parent.mkdir(parents=True, exist_ok=True)
         copy_file(host, dest)
+
+
+def _head_on_host(host: str, max_bytes: int) -> FileHead:
+    """At most `max_bytes` of a host file (plus one byte to know whether more follow); never blocks on a
+    FIFO (opened non-blocking: no data now is the end)."""
+    fd = os.open(host, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", host)
+        chunks, got = [], 0
+        while got <= max_bytes:
+            try:
+                chunk = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    size = st.st_size if stat.S_ISREG(st.st_mode) else None
+    return FileHead(data=data[:max_bytes], size=size, truncated=len(data) > max_bytes)
 
 
 def _copy_on_host(src: Path, dest: Path) -> None:

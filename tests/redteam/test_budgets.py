@@ -1,0 +1,233 @@
+"""Hostile rollouts that make huge data for the runner to read, beside honest ones, in ONE real CLI run
+whose runner sits in a memory cgroup of its own (400 MB, no swap): a read that grows with what the agent
+made kills the runner (and the test) instead of the machine.
+
+Each hostile row makes its data (60 MB of short lines, one 50 MB line, a sparse 10 GB file, /dev/zero
+and /dev/urandom, floods of command output on stdout and stderr, a verifier that writes a 300 MB log),
+reads it with the read tool, then solves the task: it must be recorded with reward 1, and the model must
+have been told what was cut. Every honest row beside it must score 1. The runner's peak RSS (wait4) must
+stay under 300 MB. local+bwrap (the shipped training setting); the scripted model plays every row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from testkit.scripted_llm import Reply, Request, ScriptedLLM
+from tests.host_needs import need_bwrap, unavailable
+
+REPO = Path(__file__).resolve().parents[2]
+MiB = 1 << 20
+RUNNER_CGROUP_BYTES = 400 * MiB
+RUNNER_RSS_BUDGET = 300 * MiB
+EVAL = ('mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
+        "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi")
+SOLVE = ("bash", {"command": "echo {answer} > solved.txt && echo solved"})
+
+
+# The hostile files live in the sandbox's home (on disk, so their page cache is reclaimable; /tmp is a
+# tmpfs charged to the sandbox's cgroup, itself under the runner's), linked from the work folder: the
+# read tool follows the link inside the sandbox, the submission holds only the link (a 10 GB untracked
+# file in the repository makes git's own diff fail: a separate budget, the disk's).
+def _junk(name: str, make: str) -> str:
+    return f'mkdir -p junk && f="$HOME/{name}" && {make} && ln -sf "$f" junk/{name} && ls -lL junk/{name}'
+
+
+
+def _bash(command: str) -> tuple[str, dict[str, Any]]:
+    return ("bash", {"command": command})
+
+
+def _read(path: str, **lines: int) -> tuple[str, dict[str, Any]]:
+    return ("read", {"path": path, **lines})
+
+
+# case -> (tool calls before solving, what the model must have been shown, extra row fields)
+HOSTILE: dict[str, tuple[list[tuple[str, dict[str, Any]]], list[str], dict[str, Any]]] = {
+    "huge_file": ([_bash(_junk("big.txt", 'yes abcdefghi | head -c 60M > "$f"')), _read("junk/big.txt")],
+                  [f"[truncated: file is {60 * MiB} bytes, showed {2 * MiB}]"], {}),
+    "one_line": ([_bash(_junk("line.txt", "head -c 50M /dev/zero | tr '\\0' x > \"$f\"")), _read("junk/line.txt")],
+                 [f"[truncated: file is {50 * MiB} bytes, showed {2 * MiB}]", "characters elided"], {}),
+    "sparse_file": ([_bash(_junk("sparse.txt", "printf 'start\\n' > \"$f\" && truncate -s 10G \"$f\"")),
+                     _read("junk/sparse.txt", end_line=1)],
+                    ["junk/sparse.txt looks like a binary file"], {}),  # its first 2 MiB: NULs after a line
+    "devices": ([_read("/dev/zero"), _read("/dev/urandom")],
+                ["/dev/zero looks like a binary file", "/dev/urandom looks like a binary file"], {}),
+    "stdout_flood": ([_bash("yes out-flood | head -c 400M; echo done")], ["characters elided"], {}),
+    "stderr_flood": ([_bash("yes err-flood | head -c 400M >&2; echo done")], ["characters elided"], {}),
+    "verifier_log_flood": ([_bash("echo hello")], [],
+                           {"eval_script": "mkdir -p /logs/verifier; head -c 300M /dev/zero | tr '\\0' v > "
+                                           "/logs/verifier/huge.log; " + EVAL}),
+}
+HONEST = [f"honest_{n}" for n in range(len(HOSTILE))]
+
+
+def _memory_cgroup() -> tuple[str, bool]:
+    """A fresh memory cgroup for the runner (under the test's own), and whether it is cgroup v2."""
+    from mimo_core.environments.local.cgroups import parent_dirs
+
+    parent = parent_dirs().get("memory")
+    if parent is None:
+        unavailable("no writable memory cgroup to put the runner in (needs root and a memory controller)")
+    folder = os.path.join(parent, f"mimo-test-budgets-{secrets.token_hex(4)}")
+    os.mkdir(folder)
+    v2 = not os.path.exists(os.path.join(folder, "memory.limit_in_bytes"))
+    if v2:
+        Path(folder, "memory.max").write_text(str(RUNNER_CGROUP_BYTES))
+        Path(folder, "memory.swap.max").write_text("0")
+    else:
+        Path(folder, "memory.limit_in_bytes").write_text(str(RUNNER_CGROUP_BYTES))
+        try:
+            Path(folder, "memory.memsw.limit_in_bytes").write_text(str(RUNNER_CGROUP_BYTES))
+        except OSError:
+            pass  # swap not accounted here: there is no swap to reach either
+    return folder, v2
+
+
+def _remove_cgroup(folder: str) -> None:
+    for _ in range(50):
+        try:
+            os.rmdir(folder)
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+def _rows(answer: str) -> list[dict[str, Any]]:
+    rows = []
+    for name in [*HOSTILE, *HONEST]:
+        extra = HOSTILE[name][2] if name in HOSTILE else {}
+        rows.append({"instance_id": name, "dataset_type": "generic", "repo_dir": "repo", "network": False,
+                     "problem_statement": f"Budget case {name}. Write {answer} to solved.txt and commit it.",
+                     "eval_script": EVAL, "test_files": {"answer.txt": answer}, **extra})
+    return rows
+
+
+def _case(req: Request) -> str:
+    user = next((str(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"), "")
+    return user.split("Budget case ", 1)[-1].split(".", 1)[0]
+
+
+def _responder(answer: str) -> Any:
+    def respond(req: Request) -> Reply:
+        name = _case(req)
+        calls = [*(HOSTILE[name][0] if name in HOSTILE else []), SOLVE]
+        n = req.n_assistant_turns
+        if n < len(calls):
+            tool, args = calls[n]
+            return Reply(tool_calls=[(tool, {k: (v.replace("{answer}", answer) if isinstance(v, str) else v)
+                                             for k, v in args.items()})])
+        return Reply(tool_calls=[("submit", {"message": "done"})])
+
+    return respond
+
+
+def _config(folder: Path) -> Path:
+    model = {"model_name": "hostile", "protocol": "chat",
+             "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "not-a-real-key-budgets",
+                              "max_output_tokens": 64},
+             "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 60}}
+    cfg = {"agent": {"type": "default", "step_limit": 8, "observation_max_chars": 4000},
+           "environment": {"environment_class": "local", "sandbox": "bwrap", "timeout": 120,
+                           "backend_kwargs": {"root": str(folder / "sandboxes")}},
+           "model": model}
+    path = folder / "budgets.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture(scope="module")
+def budget_run() -> Any:
+    need_bwrap()
+    cgroup, v2 = _memory_cgroup()
+    folder = Path(tempfile.mkdtemp(prefix=".mimo-budgets-", dir=Path.home()))
+    try:
+        (folder / "repo").mkdir()
+        (folder / "repo" / "README.md").write_text("A task.\n")
+        answer = secrets.token_hex(6)
+        data, out = folder / "tasks.jsonl", folder / "out"
+        data.write_text("".join(json.dumps(r) + "\n" for r in _rows(answer)))
+        cfg = _config(folder)
+        procs = os.path.join(cgroup, "cgroup.procs")
+        with ScriptedLLM() as llm:
+            llm.set_responder(_responder(answer))
+            env = {**os.environ, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMOAGENT_OBSERVERS": "0"}
+            started = time.monotonic()
+            with open(folder / "stdout", "wb") as so, open(folder / "stderr", "wb") as se:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data), "-o", str(out),
+                     "--workers", "4", "--run-id", f"budgets-{secrets.token_hex(3)}"],
+                    cwd=REPO, env=env, stdout=so, stderr=se,
+                    preexec_fn=lambda: Path(procs).write_text(str(os.getpid())))
+            timer = threading.Timer(1500, proc.kill)
+            timer.start()
+            try:  # wait4: the runner's own peak RSS (the largest process of the tree it waited for)
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
+            returncode = os.waitstatus_to_exitcode(status)
+            seconds = time.monotonic() - started
+            requests = list(llm.requests)
+        stderr = (folder / "stderr").read_bytes()
+        results = out / "results.jsonl"
+        records = {}
+        for line in (results.read_text().splitlines() if results.exists() else []):
+            rec = json.loads(line)
+            records[rec["instance_id"]] = rec
+        shown: dict[str, str] = {}
+        for r in requests:
+            text = "\n".join(str(m.get("content")) for m in r.body.get("messages") or [] if m.get("role") == "tool")
+            shown[_case(r)] = shown.get(_case(r), "") + text
+        yield {"returncode": returncode, "stderr": stderr.decode(errors="replace")[-4000:],
+               "records": records, "shown": shown, "peak_rss": usage.ru_maxrss * 1024, "seconds": seconds, "out": out,
+               "v2": v2}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        _remove_cgroup(cgroup)
+
+
+def test_the_runner_survives_and_records_every_row(budget_run: dict[str, Any]) -> None:
+    run = budget_run
+    assert run["returncode"] == 0, run["stderr"]
+    assert sorted(run["records"]) == sorted([*HOSTILE, *HONEST]), run["stderr"]
+    print(f"runner peak RSS {run['peak_rss'] / MiB:.0f} MB, {run['seconds']:.0f} s")
+    assert run["peak_rss"] < RUNNER_RSS_BUDGET, f"runner peak RSS {run['peak_rss'] / MiB:.0f} MB"
+
+
+@pytest.mark.parametrize("case", HONEST)
+def test_an_honest_row_beside_the_hostile_ones_scores_1(budget_run: dict[str, Any], case: str) -> None:
+    rec = budget_run["records"].get(case)
+    assert rec is not None, budget_run["stderr"]
+    assert (rec["exit_status"], rec["reward"]) == ("submitted", 1.0), rec
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_hostile_row_is_cut_told_and_still_graded(budget_run: dict[str, Any], case: str) -> None:
+    rec = budget_run["records"].get(case)
+    assert rec is not None, budget_run["stderr"]
+    assert (rec["exit_status"], rec["reward"]) == ("submitted", 1.0), rec.get("error")  # solved after the attack
+    for note in HOSTILE[case][1]:
+        assert note in budget_run["shown"].get(case, ""), budget_run["shown"].get(case, "")[-3000:]
+
+
+def test_a_flooded_verifier_log_is_kept_within_the_evidence_limits(budget_run: dict[str, Any]) -> None:
+    rec = budget_run["records"]["verifier_log_flood"]
+    folder = budget_run["out"] / rec["output_dir"] / "verifier"
+    kept = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    assert kept <= 32 * MiB + 8 * MiB  # max_evidence_bytes plus the command's own output file
+    extra = json.loads((budget_run["out"] / rec["output_dir"] / "reward_extra_info.json").read_text())
+    cut = json.dumps(extra)
+    assert "verifier_evidence_truncated" in cut and "huge.log" in cut
