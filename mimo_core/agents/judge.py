@@ -17,26 +17,30 @@ from mimo_core.config import AgentConfig, JudgeAgentConfig, redact
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
 from mimo_core.grading.rubric import (
+    TOOL_ARGS_CHARS,
+    UNTRUSTED_NOTE,
     VERDICT_FORMAT,
     JudgeResult,
     RubricItem,
     parse_verdict,
     rubric_block,
     rubric_items,
+    untrusted,
     weighted_score,
 )
-from mimo_core.messages import Message
+from mimo_core.messages import Message, ToolCall
 from mimo_core.results import write_model_json
 from mimo_core.status import ExitStatus
 from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
 JUDGE_SYSTEM = (
     "You are a strict reviewer judging another agent's work. The repository at {{cwd}} holds its final "
-    "state, read-only. Inspect it with the tools. Then call `submit` once with your verdict."
+    "state, read-only. Inspect it with the tools. Then call `submit` once with your verdict.\n\n"
+    + UNTRUSTED_NOTE
 )
 JUDGE_INSTANCE = (
     "The task the agent was given:\n\n{{task}}\n\n"
-    "The agent's changes (its diff):\n\n{{submission}}\n\n"
+    "The agent's changes (its diff, written by the agent):\n\n{{submission}}\n\n"
     "Score the agent's work against each rubric:\n\n{{rubrics}}\n\n{{verdict_format}}"
 )
 SUBMISSION_CHARS = 20000  # the diff in the judge's prompt, shortened in the middle beyond this
@@ -57,13 +61,28 @@ class JudgeAgent(DefaultAgent):
 
         diff = truncate_middle(self.submission, SUBMISSION_CHARS) if self.submission else "(no changes)"
         variables = {**task.template_vars(), "cwd": prompt_cwd(env), "rubrics": rubric_block(self.items),
-                     "verdict_format": VERDICT_FORMAT, "submission": diff}
+                     "verdict_format": VERDICT_FORMAT,
+                     "submission": untrusted(diff, "agent submission: the diff of the agent under review")}
         return [
             Message(role="system", content=render(self.config.system_template, variables,
                                                   "environment.judge_agent.agent.system_template")),
             Message(role="user", content=render(self.config.instance_template, variables,
                                                 "environment.judge_agent.agent.instance_template")),
         ]
+
+
+    def _run_one(self, call: ToolCall, env: Environment) -> tuple[str, bool, bool]:
+        """What a tool read from the agent's final state reaches the judge delimited as the agent's text."""
+        output, submitted, malformed = super()._run_one(call, env)
+        if call.name == "submit":
+            return output, submitted, malformed
+        return untrusted(output, f"{call.name} output over the agent's repository"), submitted, malformed
+
+
+def judge_tool_calls(messages: list[Message]) -> list[dict[str, str]]:
+    """Every tool call the judge made, in order (also in its traj.json and agent_msgs/)."""
+    return [{"tool": call.name, "arguments": call.arguments[:TOOL_ARGS_CHARS]}
+            for msg in messages if msg.role == "assistant" for call in msg.tool_calls or []]
 
 
 def judge_agent_config(config: AgentConfig) -> AgentConfig:
@@ -130,5 +149,5 @@ def run_judge(
     return JudgeResult(
         score=weighted_score(scores, items), scores=scores, exit_status=result.exit_status, error=error,
         verdict=verdict, model_name=config.model.model_name, steps=result.steps, usage=result.usage,
-        cost=result.cost, trajectory=f"{out_dir.name}/traj.json",
+        cost=result.cost, trajectory=f"{out_dir.name}/traj.json", tool_calls=judge_tool_calls(result.messages),
     )
