@@ -139,3 +139,35 @@ def test_read_head_of_a_file_under_the_limit_is_whole(make_env: MakeEnv, sandbox
         read_head(env, "missing", 4)
     with pytest.raises(IsADirectoryError):
         read_head(env, ".", 4)
+
+
+class _ExecuteOnly:
+    """A backend with only the seam's `execute` (a custom `module:Class`): read_head goes through it."""
+
+    def __init__(self, env: object) -> None:
+        self.env = env
+
+    def execute(self, command: str, **kw: object) -> object:
+        return self.env.execute(command, **kw)  # type: ignore[attr-defined]
+
+    def read_file(self, path: str) -> bytes:
+        raise AssertionError("read whole")
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_read_head_without_a_backends_own_goes_through_execute_in_pieces(make_env: MakeEnv, sandbox: str) -> None:
+    env = make_env(sandbox=sandbox)
+    data = os.urandom(7 * MiB + 123)
+    Path(env.spec.cwd, "r.bin").write_bytes(data)
+    plain = _ExecuteOnly(env)
+    for limit in (10, 3 * MiB, 7 * MiB + 123, 8 * MiB):
+        head = read_head(plain, "r.bin", limit)  # type: ignore[arg-type]
+        assert head.data == data[:limit] and head.size == len(data) and head.truncated == (limit < len(data))
+    with open(Path(env.spec.cwd, "sparse"), "wb") as f:
+        f.truncate(10 << 30)
+    head = read_head(plain, "sparse", 1000)  # type: ignore[arg-type]
+    assert head.data == b"\0" * 1000 and head.size == 10 << 30 and head.truncated
+    with pytest.raises(FileNotFoundError):
+        read_head(plain, "missing", 4)  # type: ignore[arg-type]
+    with pytest.raises(IsADirectoryError):
+        read_head(plain, ".", 4)  # type: ignore[arg-type]
