@@ -2,9 +2,9 @@
 
 Only the runner's own summary counts: the last `short test summary info` section, up to pytest's final
 stats line (`=== 1 failed, 2 passed in 0.12s ===`). Text after that line (printed at exit by the code
-under test) is ignored; the first result line per test id wins; a second summary header, a second line
-that gives one id another status, or stats that disagree with the result lines are conflicts, which the
-dataset type records as a forged verdict."""
+under test) is ignored, and result lines there are a conflict; the first result line per test id wins; a
+second summary header, a second line that gives one id another status, or stats that disagree with the
+result lines are conflicts, which the dataset type records as a forged verdict."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|desel
 # old versions' `in 0.12 seconds`, `-q`'s bare `2 passed in 0.01s`.
 _FINAL = re.compile(r"^(?:=+ )?(?P<stats>(?:\d+ \w+(?:, \d+ \w+)*|no tests ran)) in \d+(?:\.\d+)? ?s(?:econds)?"
                     r"(?: \([^)]*\))?(?: =+)?$")
+_STARTS = re.compile(r"^=+ test session starts =+$")
 PASSING = {"PASSED", "XFAIL"}
 # the stats word → the result-line status it counts
 _LINE_OF = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "errors": "ERROR",
@@ -34,6 +35,7 @@ class PytestReport(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)  # from the final stats line: passed, failed, error, ...
     final_line: str | None = None  # None: pytest never finished its summary (crashed, killed, os._exit)
     lines: dict[str, int] = Field(default_factory=dict)  # result lines per status in the summary section
+    started: bool = False  # pytest's `test session starts` header was printed
 
     @property
     def all_passing(self) -> bool:
@@ -72,11 +74,14 @@ def _counts(stats: str) -> dict[str, int]:
 def read_pytest(output: str) -> PytestReport:
     """The report of the runner's own summary section in `output` (see the module's doc)."""
     lines = [_ANSI.sub("", line).strip() for line in output.splitlines()]
-    report = PytestReport()
+    report = PytestReport(started=any(_STARTS.match(line) for line in lines))
     final = next((i for i in range(len(lines) - 1, -1, -1) if _FINAL.match(lines[i])), None)
     if final is None:
         return report
     report.final_line = lines[final]
+    after = sum(1 for line in lines[final + 1:] if _PYTEST_LINE.match(line) or _HEADER.match(line))
+    if after:  # pytest prints nothing of its summary after its last line: someone else printed these
+        report.conflicts.append(f"{after} result line(s) printed after pytest's final line")
     report.counts = _counts(_FINAL.match(lines[final]).group("stats"))  # type: ignore[union-attr]
     headers = [i for i in range(final) if _HEADER.match(lines[i])]
     if len(headers) > 1:
@@ -117,6 +122,8 @@ def contradictions(report: PytestReport, exit_code: int) -> list[str]:
         found.append("every reported test passed, but pytest exited 1 (tests failed)")
     if exit_code == 0 and report.any_failing:
         found.append("the summary reports failures or errors, but pytest exited 0")
+    if exit_code == 0 and report.final_line is None and report.started:
+        found.append("pytest exited 0 without printing its final line (its run was cut short)")
     return found
 
 

@@ -74,6 +74,7 @@ def test_passed_lines_printed_after_the_final_line_are_ignored(tmp_path: Path, n
     grade = graded(oss_task(tmp_path), new_env, calc)
     assert (grade.reward, grade.passed) == (0.0, False)
     assert grade.details["f2p"] == {"tests/test_calc.py::test_add": False}
+    assert any("printed after pytest's final line" in d for d in forged(grade)), grade.findings
 
 
 def test_a_second_summary_printed_at_exit_voids_the_verdict(tmp_path: Path, new_env: Factory) -> None:
@@ -87,6 +88,13 @@ def test_an_exit_status_forced_to_zero_voids_the_verdict(tmp_path: Path, new_env
     grade = graded(oss_task(tmp_path), new_env, calc)
     assert (grade.reward, grade.passed) == (0.0, False)
     assert any("pytest exited 0" in d for d in forged(grade)), grade.findings
+
+
+def test_an_exit_inside_the_test_voids_the_verdict(tmp_path: Path, new_env: Factory) -> None:
+    calc = "import os\n\n\ndef add(a, b):\n    os._exit(0)\n"
+    grade = graded(oss_task(tmp_path), new_env, calc)
+    assert (grade.reward, grade.passed) == (0.0, False)
+    assert any("without printing its final line" in d for d in forged(grade)), grade.findings
 
 
 # --- the parser on pytest's exact layout --------------------------------------------------------------------
@@ -137,16 +145,23 @@ def test_stats_that_disagree_with_the_lines_are_a_conflict() -> None:
     assert any("says 1 failed" in c for c in report.conflicts) and any("says 1 passed" in c for c in report.conflicts)
 
 
-def test_everything_after_the_final_line_is_ignored() -> None:
-    out = run(["PASSED a.py::test_a", "FAILED a.py::test_b - assert 0"]) + "PASSED a.py::test_b\n"
+def test_everything_after_the_final_line_is_ignored_and_result_lines_there_are_a_conflict() -> None:
+    out = run(["PASSED a.py::test_a", "FAILED a.py::test_b - assert 0"])
+    assert read_pytest(out + "Exception ignored in atexit callback\n").conflicts == []
+    out += "PASSED a.py::test_b\n"
     assert parse_pytest(out) == {"a.py::test_a": "PASSED", "a.py::test_b": "FAILED"}
-    assert read_pytest(out).conflicts == []
+    assert read_pytest(out).conflicts == ["1 result line(s) printed after pytest's final line"]
 
 
 def test_no_final_line_means_no_result() -> None:
-    """pytest killed or os._exit before its summary: nothing it printed before counts as a pass."""
-    out = "\n".join([HEADER, "PASSED a.py::test_a"]) + "\n"
+    """pytest killed or os._exit before its summary: nothing it printed before counts as a pass, and an
+    exit status 0 without the final line is a contradiction (a runner that is not pytest is not)."""
+    out = "\n".join(["===== test session starts =====", HEADER, "PASSED a.py::test_a"]) + "\n"
     assert parse_pytest(out) == {}
+    assert contradictions(read_pytest(out), 0) == [
+        "pytest exited 0 without printing its final line (its run was cut short)"]
+    assert contradictions(read_pytest(out), 1) == []
+    assert contradictions(read_pytest("OK: 3 tests\n"), 0) == []
 
 
 @pytest.mark.parametrize("lines,final,code,expected", [
