@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 
 from mimo_core.blame import GitDirReplaced, check_workdir
 from mimo_core.datasets.git import HERMETIC_GIT, HERMETIC_GIT_ENV
-from mimo_core.environments.base import Environment
+from mimo_core.environments.base import Environment, read_head
 from mimo_core.errors import SandboxError
 from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.protected import (
@@ -40,6 +40,8 @@ from mimo_core.grading.protected import (
 # system_files (an honest `pip install` changes site-packages and ~/.cache; it is put back all the same).
 ZEROED_BY_POLICY = frozenset({"tampered_tests", "git_config"})
 _SHOWN = 12  # paths named in one event's detail
+_MAX_CONFIG = 4 * 1024 * 1024  # bytes of a config file compared; a git config is read the same way
+_MAX_LISTING = 64 * 1024 * 1024  # bytes of the listing of the repository's test infrastructure
 _DIFF_FILE = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)
 
 
@@ -113,7 +115,7 @@ def _listing_script(sha: str, tmp: str) -> str:
     q = shlex.quote(tmp)
     return "\n".join([
         "set -u",
-        f"exec > {shlex.quote(tmp + '.out')}",  # bytes, NULs and all, read back with read_file
+        f"exec > {shlex.quote(tmp + '.out')}",  # bytes, NULs and all, read back with read_head
         f"{g} ls-tree -r -z --full-tree {shlex.quote(sha)} || exit 3",
         f"printf '\\0{_MARK}\\0'",
         f"find . {prune} -o -type f \\( {protected} \\) -print0 > {q} || exit 4",
@@ -151,7 +153,10 @@ def _plan(env: Environment, cwd: str, sha: str, exempt: set[str], protected: set
     res = env.execute(f"bash -c {shlex.quote(_listing_script(sha, tmp))}", cwd=cwd, timeout=300,
                       env=HERMETIC_GIT_ENV)
     try:
-        raw = env.read_file(tmp + ".out").decode("utf-8", errors="surrogateescape") if res.returncode == 0 else ""
+        head = read_head(env, tmp + ".out", _MAX_LISTING) if res.returncode == 0 else None
+        if head is not None and head.truncated:  # millions of test files: the agent's to answer for
+            raise SandboxError(f"the repository's test files list over {_MAX_LISTING} bytes")
+        raw = head.data.decode("utf-8", errors="surrogateescape") if head is not None else ""
     finally:
         env.execute(f"rm -f {shlex.quote(tmp + '.out')}", timeout=30)
     parts = _split(raw)
@@ -207,16 +212,19 @@ def _blob(env: Environment, cwd: str, sha: str) -> bytes | None:
     res = env.execute(f"{HERMETIC_GIT} cat-file blob {shlex.quote(sha)} > {shlex.quote(tmp)}", cwd=cwd,
                       timeout=60, env=HERMETIC_GIT_ENV)
     try:
-        return env.read_file(tmp)[: 4 * 1024 * 1024] if res.returncode == 0 else None
+        return read_head(env, tmp, _MAX_CONFIG).data if res.returncode == 0 else None
     finally:
         env.execute(f"rm -f {shlex.quote(tmp)}", timeout=30)
 
 
 def _file(env: Environment, cwd: str, path: str) -> bytes | None:
+    """A repository file the agent may have made huge: at most _MAX_CONFIG bytes (more is no config of ours:
+    then it counts as changed, since it cannot equal the base's)."""
     try:
-        return env.read_file(f"{cwd.rstrip('/')}/{path}")[: 4 * 1024 * 1024]
+        head = read_head(env, f"{cwd.rstrip('/')}/{path}", _MAX_CONFIG)
     except Exception:  # each backend reports a missing file its own way
         return None
+    return head.data + (b"\0[truncated]" if head.truncated else b"")
 
 
 def _revert_script(plan: Plan, sha_by_path: dict[str, tuple[str, str]]) -> str:

@@ -37,6 +37,4 @@ def test_read_head_is_bounded_and_says_what_it_cut(backend: Backend) -> None:
 def test_the_backend_reads_the_head_itself(backend: Backend) -> None:
     """Without its own `read_head` a backend is read whole, then cut: a 10 GB file would be 10 GB."""
     env: Any = backend.make()
-    if backend.name == "kubernetes" and not hasattr(env, "read_head"):
-        pytest.xfail("KubernetesEnvironment.read_head -> kubernetes/files.read_head is not wired yet")
     assert hasattr(env, "read_head")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mimo_core.environments import live
-from mimo_core.environments.base import LABEL_INSTANCE, Capabilities, ExecResult
+from mimo_core.environments.base import LABEL_INSTANCE, Capabilities, ExecResult, FileHead
 from mimo_core.environments.container.base import (
     EXEC_MARKER,
     KEEPALIVE,
@@ -255,6 +255,9 @@ class KubernetesEnvironment(ContainerEnvironment):
 
     def read_file(self, path: str) -> bytes:
         return k8s_files.read_file(self, path)
+
+    def read_head(self, path: str, max_bytes: int) -> FileHead:
+        return k8s_files.read_head(self, path, max_bytes)
 
     def write_file(self, path: str, data: bytes, mode: int | None = None) -> None:
         k8s_files.write_file(self, path, data, mode)
