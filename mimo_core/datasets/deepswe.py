@@ -25,7 +25,8 @@ from mimo_core.errors import SandboxError
 from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.patch import apply_patch
-from mimo_core.grading.reward import apply_failed_grade, quiesce, read_reward, reward_names, tail
+from mimo_core.grading.pytest_witness import PytestWitness
+from mimo_core.grading.reward import apply_failed_grade, quiesce, read_reward, reward_names, tail, void
 from mimo_core.limits import current_limits, truncation_note
 from mimo_core.strict_model import NumbersAreNumbers
 from mimo_core.values import Cpus, MegaBytes, Seconds
@@ -208,14 +209,19 @@ class DeepSWEDatasetType(RepoDatasetType):
         quiesce(env)  # the collect hooks ran git on the agent's repository: nothing of that keeps running
         env.execute(f"mkdir -p {shlex.quote(verifier_dir)} && rm -f {shlex.quote(verifier_dir)}/reward.*")
         self.write_files(env, task, task.test_files, "/tests")
+        command_env = {**task.verifier_env, **pm.env_vars()}
+        witness = PytestWitness(env, command_env)
         res = run(env, pm.text(task.verifier_command), cwd=env.spec.cwd, timeout=task.verifier_timeout_sec,
-                  extra_env={**task.verifier_env, **pm.env_vars()})
+                  extra_env={**command_env, **witness.vars})
         # read_reward's kill right after the command counts what outlived the verifier; the files read are
         # those the verifier's own scripts name
         names = reward_names(task.verifier_command,
                              *(file_bytes(v).decode(errors="replace") for v in task.test_files.values()))
         grade = read_reward(env, verifier_dir, res.output, names=names, exit_code=res.returncode,
                             timed_out=res.timed_out)
+        if not res.timed_out:
+            for finding in witness.findings():
+                grade = void(grade, finding)
         grade.details.setdefault("verifier_output_tail", tail(res.output))
         grade.details["verifier_exit_code"] = res.returncode
         grade.details["verifier_mode"] = task.verifier_mode

@@ -10,7 +10,8 @@ from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, file_byte
 from mimo_core.environments.base import Environment
 from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
-from mimo_core.grading.reward import quiesce, read_reward, reward_names, tail
+from mimo_core.grading.pytest_witness import PytestWitness
+from mimo_core.grading.reward import quiesce, read_reward, reward_names, tail, void
 from mimo_core.values import Seconds
 
 
@@ -35,13 +36,17 @@ class GenericDatasetType(RepoDatasetType):
         env.execute(f"rm -f '{reward_dir}/reward.json' '{reward_dir}/reward.txt'; mkdir -p '{reward_dir}'")
         if task.test_files:
             self.write_files(env, task, task.test_files, "/tests")
-        res = self.run_script(env, task, task.eval_script, "eval", timeout=task.eval_timeout)
+        witness = PytestWitness(env)
+        res = self.run_script(env, task, task.eval_script, "eval", timeout=task.eval_timeout, extra_env=witness.vars)
         # read_reward's kill right after the script counts what outlived it; the files read are those the
         # eval script (and the files it runs) name
         names = reward_names(task.eval_script,
                              *(file_bytes(v).decode(errors="replace") for v in task.test_files.values()))
         grade = read_reward(env, reward_dir, res.output, names=names, exit_code=res.returncode,
                             timed_out=res.timed_out)
+        if not res.timed_out:
+            for finding in witness.findings():
+                grade = void(grade, finding)
         grade.details.setdefault("verifier_output_tail", tail(res.output))
         grade.details["verifier_exit_code"] = res.returncode
         keep_evidence(env, reward_dir, res.output, grade, task.test_files.get("config.json"))

@@ -17,6 +17,7 @@ from mimo_core.environments.base import Environment
 from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.pytest_summary import contradictions, passed, read_pytest
+from mimo_core.grading.pytest_witness import PytestWitness
 from mimo_core.grading.reward import quiesce, tail, void
 from mimo_core.values import Seconds
 
@@ -83,19 +84,27 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
         cwd, pm = env.spec.cwd, self.paths(env, task)
         if not tests:
             return {}, "", []
-        if "{test}" in task.test_cmd:
-            results, logs = {}, []
+        if "{test}" in task.test_cmd:  # the exit status decides: the witness says whether pytest set it
+            results, logs, found = {}, [], []
             for test in tests:
+                witness = PytestWitness(env, pm.env_vars())
                 res = run(env, pm.text(task.test_cmd.replace("{test}", shlex.quote(test))), cwd=cwd,
-                          timeout=task.test_timeout, extra_env=pm.env_vars())
-                results[test] = res.returncode == 0
+                          timeout=task.test_timeout, extra_env={**pm.env_vars(), **witness.vars})
+                quiesce(env)
+                forged = [] if res.timed_out else witness.findings()
+                results[test] = res.returncode == 0 and not forged
+                found += forged
                 logs.append(f"$ {test}: exit {res.returncode}\n{res.output}")
-            return results, "\n".join(logs), []
+            return results, "\n".join(logs), found
         cmd = pm.text(task.test_cmd) + " " + " ".join(shlex.quote(t) for t in tests)
-        res = run(env, cmd, cwd=cwd, timeout=task.test_timeout, extra_env=pm.env_vars())
+        witness = PytestWitness(env, pm.env_vars())
+        res = run(env, cmd, cwd=cwd, timeout=task.test_timeout, extra_env={**pm.env_vars(), **witness.vars})
+        quiesce(env)
         report = read_pytest(res.output)
         findings = [Finding(kind="forged_verdict", detail=f"pytest's summary: {c}", zeroes=True)
                     for c in contradictions(report, res.returncode)]
+        if not res.timed_out:
+            findings += witness.findings()
         return {t: passed(report.statuses, t) for t in tests}, res.output, findings
 
     def _grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
