@@ -27,7 +27,6 @@ from mimo_core.containment.detect import Watch
 from mimo_core.containment.events import attempts, counts
 from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.datasets.requirements import preflight
-from mimo_core.datasets.tamper import apply_policy
 from mimo_core.datasets.task_limits import agent_deadline, with_task_limits
 from mimo_core.disk import disk_full, is_disk_full
 from mimo_core.environments.base import (
@@ -41,8 +40,17 @@ from mimo_core.environments.base import (
 from mimo_core.environments.registry import make_environment
 from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.evidence import keep_verifier_evidence
-from mimo_core.grading.grade import Finding, Grade
+from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
+from mimo_core.grading_phase import (
+    begin_grading,
+    blame,
+    enter_grading,
+    grade_rollout,
+    judge_rollout,
+    mark_baseline,
+    sandbox_gone,
+)
 from mimo_core.limits import set_limits
 from mimo_core.redaction import redact, register_environment
 from mimo_core.reference_check import reference_grades_cleanly
@@ -168,7 +176,8 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     kept = 0 if redo else keep_failed_attempt(final, job.run_id)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        rec = RolloutFiles(work, watch_for(job))
+        rec = RolloutFiles(work, Watch.for_rollout(job.config.config.model.model_kwargs.get("base_url"),
+                                                 job.task.source, job.output_dir))
         try:
             with cancellable(cancel):
                 record = _run(job, work, rec, cancel)
@@ -221,24 +230,6 @@ def write_failure(job: RolloutJob, status: ExitStatus, error: str) -> ResultReco
         rec.close()
 
 
-def watch_for(job: RolloutJob) -> Watch:
-    """What this rollout's containment detection looks for beyond the fixed rules: the dataset file the row
-    came from, the run's output folder, and the model endpoint when it is on the runner's host."""
-    from urllib.parse import urlsplit
-
-    services = []
-    base_url = job.config.config.model.model_kwargs.get("base_url")
-    if isinstance(base_url, str):
-        try:
-            parts = urlsplit(base_url)
-            if parts.hostname in ("127.0.0.1", "localhost", "::1") and parts.port:
-                services.append(f"{parts.hostname}:{parts.port}")
-        except ValueError:
-            pass
-    protected = [p for p in (job.task.source, str(job.output_dir.resolve())) if p and len(p) > 4]
-    return Watch(protected=protected, services=services)
-
-
 def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threading.Event | None) -> ResultRecord:
     task = job.task
     t0 = time.monotonic()
@@ -263,13 +254,13 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
             agent_result, submission = _act(job, dtype, env, rec, cancel)
         except GradingFailed as e:
             agent_result, submission = e.result, None  # type: ignore[assignment]
-            grade = _blame(job, Grade(infra_error=str(e)), rec, cancel)
+            grade = blame(job, Grade(infra_error=str(e)), rec, cancel, _reference(job))
         timings.agent_s = time.monotonic() - t1
         if grade is None and agent_result.exit_status not in UNGRADED_STATUSES:
             t2 = time.monotonic()
-            grade = _grade(job, dtype, env, submission, sandboxes, rec, cancel)
+            grade = grade_rollout(job, dtype, env, submission, sandboxes.new, rec, cancel, _reference(job))
             keep_verifier_evidence(grade, rollout_dir)
-            judge = _judge(job, env, submission, rollout_dir, rec)  # after the grade: it cannot change it
+            judge = judge_rollout(job, env, submission, rollout_dir, rec)  # after the grade: it cannot change it
             timings.grading_s = time.monotonic() - t2
     except Exception as e:  # a rollout's failure must not take the whole batch down; the record says why
         if is_disk_full(e):
@@ -290,6 +281,11 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
     timings.total_s = time.monotonic() - t0
     status, error = _outcome(agent_result, failure, grade)
     return _write_outputs(job, rollout_dir, rec, agent_result, status, error, submission, grade, judge, timings)
+
+
+def _reference(job: RolloutJob) -> Any:
+    """The reference check for this job's task, run only when asked (reference_check.py)."""
+    return lambda: reference_grades_cleanly(job, _dataset_type, lambda: _Sandboxes(job), enter_grading)
 
 
 def _outcome(
@@ -326,157 +322,23 @@ def _act(
         if result.exit_status in UNGRADED_STATUSES:
             return result, None
         try:
-            _begin_grading(env, dtype, job.task, rec)
+            begin_grading(env, dtype, job.task, rec)
             return result, dtype.collect_submission(env, job.task)
         except SandboxError as e:
             check_workdir(env)  # the agent's own doing, if it destroyed its working directory
-            if _sandbox_gone(env) or (cancel is not None and cancel.is_set()):
+            if sandbox_gone(env) or (cancel is not None and cancel.is_set()):
                 raise
             raise GradingFailed(f"collecting the submission failed: {e}", result) from e
     if job.recalc == GT:
         applied, log = dtype.apply_gold(env, job.task)
-        _begin_grading(env, dtype, job.task, rec)
+        begin_grading(env, dtype, job.task, rec)
         submission = dtype.collect_submission(env, job.task) if applied else (dtype.gold_submission(job.task) or "")
     else:
         submission = job.recalc_submission or ""
         applied, log = dtype.apply_submission(env, job.task, submission)
-        _begin_grading(env, dtype, job.task, rec)
+        begin_grading(env, dtype, job.task, rec)
     rec.log(f"recalc ({job.recalc}): submission {'applied' if applied else 'did NOT apply'}\n{log[-2000:]}")
     return AgentResult(exit_status=ExitStatus.RECALCULATED), submission
-
-
-def _enter_grading(env: Environment, dtype: DatasetType, task: Task) -> None:
-    """The grading phase's start without a record (the reference check's sandbox)."""
-    begin = getattr(env, "begin_grading", None)
-    if begin is not None:
-        begin()
-    dtype.prepare_grading(env, task)
-    _put_back(env, dtype, task)
-
-
-def _begin_grading(env: Environment, dtype: DatasetType, task: Task, rec: RolloutFiles) -> None:
-    """The agent's phase ends here: every process it left is killed and the grading works in folders it
-    never saw (GradingSeam); what it left running or planted for the verifier is recorded."""
-    begin = getattr(env, "begin_grading", None)
-    if begin is None:  # a backend of your own without the seam: graded as before, and said so
-        rec.log("grading: the backend has no begin_grading: the agent's processes may still be running")
-        return
-    alive = begin()
-    if alive:
-        rec.containment.add("lingering_processes", f"{alive} process(es) still running when the agent finished; "
-                                                   "killed before grading")
-    planted = dtype.prepare_grading(env, task)
-    if planted:
-        rec.containment.add("planted_files", "found where only the verifier writes, removed: " + ", ".join(planted))
-    found = _put_back(env, dtype, task)
-    for f in found:
-        rec.containment.add(f.kind, f.detail)  # type: ignore[arg-type]
-    rec.log(f"grading: {alive} process(es) of the agent killed; verifier folders fresh"
-            + (f"; removed {len(planted)} planted file(s)" if planted else "")
-            + "".join(f"; {f.kind}: {f.detail}" for f in found))
-
-
-def mark_baseline(env: Environment) -> None:
-    """The system as the task's setup left it: what changes after this outside the repository is the
-    agent's (discard_system_changes), on backends that can tell."""
-    mark = getattr(env, "mark_system_baseline", None)
-    if mark is not None:
-        mark()
-
-
-def _put_back(env: Environment, dtype: DatasetType, task: Task) -> list[Finding]:
-    """What the agent changed outside its work (files of the system, the repository's test infrastructure
-    and git config) put back before anything of grading runs; what was found, for the record."""
-    found: list[Finding] = []
-    discard = getattr(env, "discard_system_changes", None)
-    if discard is not None:
-        keep = [env.spec.cwd, env.scratch_dir, "/logs", "/tests", "/solution"]
-        changed = discard(keep)
-        if changed:
-            shown = ", ".join(changed[:12]) + (f" and {len(changed) - 12} more" if len(changed) > 12 else "")
-            found.append(Finding(kind="system_files", detail=f"{len(changed)} path(s) outside the repository "
-                                                             f"changed, put back before grading: {shown}"))
-            getattr(dtype, "tamper_findings", []).extend(found)
-    secure = getattr(dtype, "secure_repository", None)
-    if secure is not None:
-        found += secure(env, task)
-    return found
-
-
-def _judge(job: RolloutJob, env: Environment, submission: str | None, rollout_dir: Path,
-           rec: RolloutFiles) -> JudgeResult | None:
-    judge_cfg = job.config.config.environment.judge_agent
-    if judge_cfg is None or job.task.rubric is None or not job.task.rubric.rubrics:
-        return None
-    from mimo_core.agents.judge import run_judge
-
-    view_of = getattr(env, "read_only_view", None)
-    view = view_of() if view_of is not None else None
-    rec.log("judge: scoring rubrics " + ("in a read-only view of the final state" if view is not None
-                                         else "with read-only file tools (no shell on this backend)"))
-    try:
-        return run_judge(judge_cfg, job.task, view or env, rollout_dir / "judge", run_id=job.run_id,
-                         config_name=job.config.name, rollout_index=job.rollout_index, shell=view is not None,
-                         submission=submission or "")
-    finally:
-        if view is not None:
-            view.stop()
-
-
-def _grade(
-    job: RolloutJob, dtype: DatasetType, env: Environment, submission: str | None, sandboxes: _Sandboxes,
-    rec: RolloutFiles, cancel: threading.Event | None,
-) -> Grade:
-    """The verifier's verdict, then what grading found (void verdicts and the tamper policy), then whose
-    fault a grading failure is (blame_grading)."""
-    task = job.task
-    try:
-        grade = dtype.grade(env, task, submission or "", sandboxes.new)
-    except MimoError as e:
-        if status_of(e) not in INFRA_STATUSES or _sandbox_gone(env) or (cancel is not None and cancel.is_set()):
-            raise
-        grade = Grade(infra_error=f"grading failed: {e}")
-    for f in grade.findings:
-        rec.containment.add(f.kind, f.detail)  # type: ignore[arg-type]
-    if getattr(dtype, "history", None):
-        grade.details.setdefault("history_cut", dtype.history)  # type: ignore[attr-defined]
-    earlier = _unique(getattr(dtype, "tamper_findings", []))
-    grade = apply_policy(grade, earlier + grade.findings, job.config.config.grading.tamper)
-    grade = _blame(job, grade, rec, cancel)
-    rec.log(f"graded: reward={grade.reward} passed={grade.passed}"
-            + (f" infra_error={grade.infra_error}" if grade.infra_error else ""))
-    return grade
-
-
-def _unique(findings: list[Finding]) -> list[Finding]:
-    seen: dict[tuple[str, str], Finding] = {}
-    for f in findings:
-        seen.setdefault((f.kind, f.detail), f)
-    return list(seen.values())
-
-
-def _sandbox_gone(env: Environment) -> bool:
-    vanished = getattr(env, "vanished", None)
-    try:
-        return bool(vanished is not None and vanished())
-    except Exception:
-        return True
-
-
-def _blame(job: RolloutJob, grade: Grade, rec: RolloutFiles, cancel: threading.Event | None) -> Grade:
-    """A grading failure after the agent's changes is the agent's 0 when the reference solution grades
-    cleanly in the same image (reference_check, once per task); otherwise it stays an infrastructure error."""
-    if not grade.infra_error or job.recalc is not None or (cancel is not None and cancel.is_set()):
-        return grade
-    verdict = reference_grades_cleanly(job, _dataset_type, lambda: _Sandboxes(job), _enter_grading)
-    rec.log(f"grading failed ({grade.infra_error}); the reference solution in the same image: "
-            + {True: "grades cleanly: the agent's 0", False: "fails too: an infrastructure error",
-               None: "cannot be graded (no reference solution): an infrastructure error"}[verdict])
-    grade.details["reference_check"] = {True: "clean", False: "failed", None: "unavailable"}[verdict]
-    if verdict is not True:
-        return grade
-    details = {**grade.details, "reward": 0.0, "grading_failed_after_agent": grade.infra_error}
-    return grade.model_copy(update={"reward": 0.0, "passed": False, "infra_error": None, "details": details})
 
 
 def _grading_summary(details: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
@@ -44,6 +46,21 @@ class Watch(BaseModel):
 
     protected: list[str] = Field(default_factory=list)  # host paths (dataset file, output root)
     services: list[str] = Field(default_factory=list)  # host:port of the runner's endpoints
+
+    @classmethod
+    def for_rollout(cls, base_url: object, dataset: str | None, output_dir: Path) -> Watch:
+        """For one rollout: the dataset file its row came from, the run's output folder, and the model
+        endpoint when it is on the runner's host."""
+        services = []
+        if isinstance(base_url, str):
+            try:
+                parts = urlsplit(base_url)
+                if parts.hostname in ("127.0.0.1", "localhost", "::1") and parts.port:
+                    services.append(f"{parts.hostname}:{parts.port}")
+            except ValueError:
+                pass
+        protected = [p for p in (dataset, str(output_dir.resolve())) if p and len(p) > 4]
+        return cls(protected=protected, services=services)
 
     def patterns(self) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
         protected = re.compile("|".join(_PROTECTED + [re.escape(p) for p in self.protected if p]))
