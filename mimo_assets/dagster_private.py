@@ -9,7 +9,10 @@ for `import dagster`, and a process that never opens a SQLite home never imports
 from __future__ import annotations
 
 import importlib
+import json
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -84,8 +87,104 @@ def step_context(context: Any) -> Any:
     return op_context._step_execution_context
 
 
+@dataclass(frozen=True)
+class AssetEventSummary:
+    """What the analytics read of a stored asset event: ids, partition, tags and plain metadata values."""
+
+    storage_id: int
+    run_id: str
+    timestamp: float
+    partition: str | None
+    tags: dict[str, str]
+    metadata: dict[str, Any]
+
+
+_PAGE = 20_000
+
+
+def asset_event_summaries(
+    instance: Any, asset_key: Any, observations: bool = False, run_ids: list[str] | None = None,
+    after_storage_id: int | None = None,
+) -> Iterator[AssetEventSummary]:
+    """Every stored materialization (observation with `observations`) of `asset_key`, oldest first, as
+    summaries; with `run_ids`, only those of these Dagster runs. The analytics read each graded event once
+    per refresh, and the public `fetch_materializations` deserializes every event in full (Dagster's serdes:
+    ~0.4 ms a graded event, 40 s of a 100,000-rollout refresh); this reads the event log's rows and parses
+    their JSON with the standard library (~30 µs). An event log that is not Dagster's SQL storage, or a row
+    of a shape this code does not know, goes through the public API's deserializer, so nothing is lost."""
+    from dagster import AssetRecordsFilter, DagsterEventType
+
+    kind = DagsterEventType.ASSET_OBSERVATION if observations else DagsterEventType.ASSET_MATERIALIZATION
+    storage = instance.event_log_storage
+    if not hasattr(storage, "index_connection"):  # not a SQL event log: the public path
+        yield from _public_summaries(instance, AssetRecordsFilter(asset_key=asset_key), observations, run_ids)
+        return
+    import sqlalchemy as db
+    from dagster._core.storage.event_log.schema import SqlEventLogStorageTable as T
+    from dagster_shared.serdes import deserialize_value
+
+    last = after_storage_id or 0
+    while True:
+        query = (db.select(T.c.id, T.c.run_id, T.c.timestamp, T.c.partition, T.c.event)
+                 .where(T.c.asset_key == asset_key.to_string(), T.c.dagster_event_type == kind.value, T.c.id > last)
+                 .order_by(T.c.id.asc()).limit(_PAGE))
+        if run_ids is not None:
+            query = query.where(T.c.run_id.in_(run_ids))
+        with storage.index_connection() as conn:
+            rows = conn.execute(query).fetchall()
+        for storage_id, run_id, timestamp, partition, body in rows:
+            summary = _summary_from_json(storage_id, run_id, timestamp, partition, body)
+            if summary is None:
+                entry = deserialize_value(body)
+                event = entry.asset_materialization or entry.asset_observation
+                summary = AssetEventSummary(storage_id, run_id, entry.timestamp, partition, dict(event.tags or {}),
+                                            {k: v.value for k, v in event.metadata.items()})
+            yield summary
+        if len(rows) < _PAGE:
+            return
+        last = rows[-1][0]
+
+
+def _summary_from_json(storage_id: int, run_id: str, timestamp: Any, partition: str | None,
+                       body: str) -> AssetEventSummary | None:
+    try:
+        entry = json.loads(body)
+        data = entry["dagster_event"]["event_specific_data"]
+        event = data.get("materialization") or data.get("asset_observation")
+        if event is None or "metadata_entries" not in event:
+            return None
+        metadata: dict[str, Any] = {}
+        for item in event["metadata_entries"]:
+            values = {k: v for k, v in item["entry_data"].items() if k != "__class__"}
+            if len(values) > 1:
+                return None
+            metadata[item["label"]] = next(iter(values.values()), None)
+        return AssetEventSummary(storage_id, run_id, float(entry["timestamp"]), event.get("partition", partition),
+                                 dict(event.get("tags") or {}), metadata)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _public_summaries(instance: Any, records_filter: Any, observations: bool,
+                      run_ids: list[str] | None) -> Iterator[AssetEventSummary]:
+    fetch = instance.fetch_observations if observations else instance.fetch_materializations
+    cursor = None
+    while True:
+        result = fetch(records_filter, limit=_PAGE, cursor=cursor, ascending=True)
+        for rec in result.records:
+            event = rec.asset_observation if observations else rec.asset_materialization
+            if event is None or (run_ids is not None and rec.run_id not in run_ids):
+                continue
+            yield AssetEventSummary(rec.storage_id, rec.run_id, rec.timestamp, event.partition,
+                                    dict(event.tags or {}), {k: v.value for k, v in event.metadata.items()})
+        if not result.has_more:
+            return
+        cursor = result.cursor
+
+
 __all__ = [
     "DAEMON_MODULE",
+    "AssetEventSummary",
     "AssetFailedToMaterializeData",
     "AssetMaterializationFailure",
     "AssetMaterializationFailureReason",
@@ -95,6 +194,7 @@ __all__ = [
     "ConsolidatedSqliteEventLogStorage",
     "DagsterEventBatchMetadata",
     "SqlEventLogStorageTable",
+    "asset_event_summaries",
     "enable_event_batches",
     "generate_event_batch_id",
     "step_context",

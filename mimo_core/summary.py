@@ -7,23 +7,38 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
+from mimo_core import rates
 from mimo_core.results import ResultRecord
 
 
 class ConfigSummary(BaseModel):
+    """One config's row of the end-of-run table; its rates are mimo_core.rates' (the Dagster tables' too)."""
+
     config: str
     instances: int = 0
-    rollouts: int = 0
+    rollouts: int = 0  # attempted
     passed: int = 0
-    graded: int = 0
-    errors: dict[str, int] = Field(default_factory=dict)
+    errors: int = 0  # infrastructure errors (rates.ERRORS)
+    error_classes: dict[str, int] = Field(default_factory=dict)  # every error class, infrastructure or not
     mean_steps: float = 0.0
     tokens: int = 0
     cost: float = 0.0
 
     @property
-    def pass_rate(self) -> float:
-        return self.passed / self.rollouts if self.rollouts else 0.0
+    def counts(self) -> rates.Counts:
+        return rates.Counts(attempted=self.rollouts, errors=self.errors, passed=self.passed)
+
+    @property
+    def graded(self) -> int:
+        return self.counts.graded
+
+    @property
+    def pass_rate_of_graded(self) -> float | None:
+        return self.counts.pass_rate_of_graded
+
+    @property
+    def pass_rate_of_attempted(self) -> float | None:
+        return self.counts.pass_rate_of_attempted
 
 
 def summarize(records: Iterable[ResultRecord]) -> list[ConfigSummary]:
@@ -32,24 +47,35 @@ def summarize(records: Iterable[ResultRecord]) -> list[ConfigSummary]:
         groups[r.config_name].append(r)
     out = []
     for name, recs in sorted(groups.items()):
-        errors = Counter(r.error_class for r in recs if r.error_class)
+        c = rates.counts(recs)
         out.append(ConfigSummary(
-            config=name, instances=len({r.instance_id for r in recs}), rollouts=len(recs),
-            passed=sum(1 for r in recs if r.passed), graded=sum(1 for r in recs if r.reward is not None),
-            errors=dict(errors), mean_steps=sum(r.steps for r in recs) / len(recs),
+            config=name, instances=len({r.instance_id for r in recs}), rollouts=c.attempted, passed=c.passed,
+            errors=c.errors, error_classes=dict(Counter(str(r.error_class) for r in recs if r.error_class)),
+            mean_steps=sum(r.steps for r in recs) / len(recs),
             tokens=sum(r.prompt_tokens + r.completion_tokens for r in recs), cost=sum(r.cost for r in recs),
         ))
     return out
 
 
-def render_table(summaries: list[ConfigSummary]) -> str:
-    """A fixed-width text table: readable in a terminal, in CI logs and in a pasted issue."""
-    head = ["config", "instances", "rollouts", "passed", "pass rate", "errors", "mean steps", "tokens", "cost $"]
-    rows = [[
-        s.config, str(s.instances), str(s.rollouts), str(s.passed), f"{s.pass_rate:.1%}",
-        ", ".join(f"{k}={v}" for k, v in sorted(s.errors.items())) or "-", f"{s.mean_steps:.1f}",
+COLUMNS = ["config", "instances", rates.LABELS[rates.ATTEMPTED], rates.LABELS[rates.ERRORS],
+           rates.LABELS[rates.GRADED], rates.LABELS[rates.PASSED], rates.LABELS[rates.PASS_RATE_OF_GRADED],
+           rates.LABELS[rates.PASS_RATE_OF_ATTEMPTED], "error classes", "mean steps", "tokens", "cost $"]
+
+
+def table_rows(summaries: list[ConfigSummary]) -> list[list[str]]:
+    """The table's cells, under COLUMNS."""
+    return [[
+        s.config, str(s.instances), str(s.rollouts), str(s.errors), str(s.graded), str(s.passed),
+        rates.percent(s.pass_rate_of_graded), rates.percent(s.pass_rate_of_attempted),
+        ", ".join(f"{k}={v}" for k, v in sorted(s.error_classes.items())) or "-", f"{s.mean_steps:.1f}",
         f"{s.tokens:,}", f"{s.cost:.4f}",
     ] for s in summaries]
+
+
+def render_table(summaries: list[ConfigSummary]) -> str:
+    """A fixed-width text table: readable in a terminal, in CI logs and in a pasted issue. The rates are
+    named as everywhere else (mimo_core.rates): errors are infrastructure errors, graded = attempted − errors."""
+    head, rows = COLUMNS, table_rows(summaries)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
@@ -68,7 +94,7 @@ class Tally:
     def add(self, r: ResultRecord) -> None:
         self.done += 1
         self.passed += bool(r.passed)
-        self.errors += bool(r.error_class)
+        self.errors += r.infra_error  # rates.ERRORS: infrastructure errors
         self.cost += r.cost
 
     def line(self) -> str:

@@ -9,21 +9,20 @@ with the same design (a run resumed after a kill) are one designed comparison.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from dagster import AssetMaterialization, DagsterEventType, DagsterInstance, RunsFilter
+from dagster import DagsterInstance, RunsFilter
 from pydantic import BaseModel
 
 from mimo_assets.asset_keys import GRADED_RESULTS
+from mimo_assets.dagster_private import asset_event_summaries
 from mimo_assets.partitions import split_key
 from mimo_core.plan import RunRequest
 
 AB_TAG = "mimoagent/ab"
 DESIGN_TAG = "mimoagent/ab_design"
 DESIGNS = ("random", "paired")
-PAGE = 10_000
 
 
 class DesignSpec(BaseModel):
@@ -81,28 +80,12 @@ def designs(instance: DagsterInstance) -> list[Design]:
 
 def design_cells(instance: DagsterInstance, design: Design) -> dict[tuple[str, str], Path]:
     """(instance, config) → the run folder of each cell the design's runs graded (its graded_results
-    materializations in those runs)."""
+    materializations in those runs), read once each as a summary (dagster_private.asset_event_summaries)."""
     cells: dict[tuple[str, str], Path] = {}
-    for run_id in design.dagster_run_ids:
-        for mat in _run_materializations(instance, run_id):
-            if mat.asset_key != GRADED_RESULTS or mat.partition is None or "output_dir" not in mat.metadata:
-                continue
-            dataset, instance_id, config_name = split_key(mat.partition)
-            if dataset == design.dataset and config_name in design.configs:
-                cells[(instance_id, config_name)] = Path(str(mat.metadata["output_dir"].value))
+    for event in asset_event_summaries(instance, GRADED_RESULTS, run_ids=design.dagster_run_ids):
+        if event.partition is None or event.metadata.get("output_dir") is None:
+            continue
+        dataset, instance_id, config_name = split_key(event.partition)
+        if dataset == design.dataset and config_name in design.configs:
+            cells[(instance_id, config_name)] = Path(str(event.metadata["output_dir"]))
     return cells
-
-
-def _run_materializations(instance: DagsterInstance, run_id: str) -> Iterator[AssetMaterialization]:
-    cursor = None
-    while True:
-        conn = instance.get_records_for_run(run_id, cursor=cursor, of_type=DagsterEventType.ASSET_MATERIALIZATION,
-                                            limit=PAGE)
-        for record in conn.records:
-            mat = record.event_log_entry.asset_materialization
-            if mat is not None:
-                yield mat
-        if not conn.has_more:
-            return
-        cursor = conn.cursor
-

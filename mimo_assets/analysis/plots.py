@@ -16,6 +16,8 @@ from urllib.parse import quote
 import polars as pl
 
 from mimo_assets.analysis.stats import KEYS
+from mimo_core.rates import LABELS
+from mimo_core.rates import PASS_RATE_OF_GRADED as RATE
 
 MAX_WIDTH_IN = 16.0  # many bars share the width (and their labels shrink) instead of a poster-sized PNG
 
@@ -55,7 +57,7 @@ def pass_rate_png(rates: pl.DataFrame) -> bytes:
     plt = _pyplot()
     rows = list(rates.sort(*KEYS).iter_rows(named=True))
     n_bars = len(rows)
-    rate = [float(r["pass_rate"]) for r in rows]
+    rate = [float(r[RATE]) for r in rows]
     err = error_bars(rate, [float(r["ci_low"]) for r in rows], [float(r["ci_high"]) for r in rows])
     fig, ax = plt.subplots(figsize=(min(MAX_WIDTH_IN, max(4.0, 1.4 * n_bars + 2)), 4.0), dpi=100)
     xs = list(range(n_bars))
@@ -64,12 +66,12 @@ def pass_rate_png(rates: pl.DataFrame) -> bytes:
     ax.set_ylim(0, 1.12)  # room above 100 % for the bar's label and its interval
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
     ax.axhline(0, color="#2f4b7c", linewidth=1.0)  # a 0 % bar still has a visible base
-    ax.set_ylabel("pass rate (95% Wilson CI)")
-    ax.set_title("Pass rate by dataset, kind of run and config")
+    ax.set_ylabel(f"{LABELS[RATE]} (95% Wilson CI)")
+    ax.set_title(f"{LABELS[RATE].capitalize()} by dataset, kind of run and config")
     if n_bars <= 40:
         ax.set_xticks(xs, [label(r) for r in rows], fontsize=max(5, 9 - n_bars // 8))
         for x, r, row in zip(xs, rate, rows, strict=True):
-            ax.text(x, min(r + 0.03, 1.04) if r < 0.9 else 1.05, f"{r:.0%} (n={row['rollouts']})", ha="center",
+            ax.text(x, min(r + 0.03, 1.04) if r < 0.9 else 1.05, f"{r:.0%} (n={row['graded']})", ha="center",
                     fontsize=8)
     else:  # too many to name: the table beside the plot names them
         ax.set_xticks([])
@@ -88,7 +90,7 @@ def trend_png(trend: pl.DataFrame) -> bytes:
     for key, group in groups:
         group = group.sort("night")
         xs = [position[n] for n in group["night"].to_list()]
-        rate = [float(v) for v in group["pass_rate"].to_list()]
+        rate = [float(v) for v in group[RATE].to_list()]
         err = error_bars(rate, [float(v) for v in group["ci_low"]], [float(v) for v in group["ci_high"]])
         name = dict(zip(KEYS, key, strict=True))
         ax.errorbar(xs, rate, yerr=err, marker="o", capsize=4, clip_on=False,
@@ -97,8 +99,8 @@ def trend_png(trend: pl.DataFrame) -> bytes:
     ax.set_xticks(list(ticks), [nights[i] for i in ticks], rotation=30, ha="right", fontsize=8)
     ax.set_ylim(-0.04, 1.04)  # a 0 % or 100 % point sits inside the frame, not on it
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
-    ax.set_ylabel("pass rate (95% Wilson CI)")
-    ax.set_title("Pass rate per night")
+    ax.set_ylabel(f"{LABELS[RATE]} (95% Wilson CI)")
+    ax.set_title(f"{LABELS[RATE].capitalize()} per night")
     if len(groups) <= 12:  # beside the plot, never over a line
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return _png(fig)
@@ -122,7 +124,7 @@ def trend_inline_md(trend: pl.DataFrame, budget: int = INLINE_MARKDOWN - 10) -> 
     nights = sorted(trend["night"].unique().to_list())
     named = trend.with_columns(line=pl.col("config_name") + " (" + pl.col("dataset") + " · " + pl.col("run_kind") + ")")
     lines = sorted(named["line"].unique().to_list())
-    rate = {(r["line"], r["night"]): float(r["pass_rate"]) for r in named.iter_rows(named=True)}
+    rate = {(r["line"], r["night"]): float(r[RATE]) for r in named.iter_rows(named=True)}
     for n_lines in range(min(len(lines), len(_COLORS)), 0, -1):
         for n_nights in range(len(nights), 0, -1):
             md = _svg_md(nights[-n_nights:], lines[:n_lines], rate)

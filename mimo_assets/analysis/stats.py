@@ -2,9 +2,10 @@
 
 Every table is keyed by `dataset`, `run_kind` (a model rollout, the oracle agent, a recalc of the gold
 patch, a regrade of saved submissions: table.run_kind) and `config_name`, so nothing pools what must not
-be pooled; a table that pools says so in its title. Infra-error rollouts are excluded everywhere: they say
-nothing about the agent and are redone on resume. A rollout counts as passed only when the verifier said
-so (`passed` is True); ungraded counts as failed.
+be pooled; a table that pools says so in its title. The rates are mimo_core.rates' (docs/dagster.md#the-rates):
+infrastructure errors are counted (`errors`) and in the rate of attempted, never in the rate of graded, the
+intervals or pass@k; the status and usage tables count every rollout. A rollout counts as passed only when the
+verifier said so (`passed` is True); ungraded counts as failed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,16 @@ import math
 from typing import Any
 
 import polars as pl
+
+from mimo_core.rates import (
+    ATTEMPTED,
+    ERRORS,
+    GRADED,
+    LABELS,
+    PASS_RATE_OF_ATTEMPTED,
+    PASS_RATE_OF_GRADED,
+    PASSED,
+)
 
 Z95 = 1.959963984540054
 KEYS = ("dataset", "run_kind", "config_name")  # what every table is keyed by
@@ -54,27 +65,50 @@ def scored(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _with_intervals(agg: pl.DataFrame) -> pl.DataFrame:
-    intervals = [wilson_interval(p, n) for p, n in zip(agg["passed"], agg["rollouts"], strict=True)]
+    """Both rates (mimo_core.rates) from `attempted`, `errors` and `passed`, and the Wilson interval of the
+    rate of graded; a group with nothing graded has no rate and the interval [0, 1]."""
+    agg = agg.with_columns(graded=pl.col(ATTEMPTED) - pl.col(ERRORS))
+    intervals = [wilson_interval(p, n) for p, n in zip(agg[PASSED], agg[GRADED], strict=True)]
     return agg.with_columns(
-        pass_rate=pl.col("passed") / pl.col("rollouts"),
+        **{PASS_RATE_OF_GRADED: pl.when(pl.col(GRADED) > 0).then(pl.col(PASSED) / pl.col(GRADED))},
         ci_low=pl.Series([lo for lo, _ in intervals], dtype=pl.Float64),
         ci_high=pl.Series([hi for _, hi in intervals], dtype=pl.Float64),
+        **{PASS_RATE_OF_ATTEMPTED: pl.when(pl.col(ATTEMPTED) > 0).then(pl.col(PASSED) / pl.col(ATTEMPTED))},
     )
 
 
+def _counted(df: pl.DataFrame) -> pl.DataFrame:
+    """Every rollout of the table with `ok` (passed and graded) and `err` (an infrastructure error)."""
+    return keyed(df).with_columns(
+        err=pl.col("infra_error").fill_null(False),
+        ok=(pl.col("passed").fill_null(False) & ~pl.col("infra_error").fill_null(False)).cast(pl.Int64))
+
+
+def _rate_aggs() -> list[pl.Expr]:
+    return [pl.len().alias(ATTEMPTED), pl.col("err").sum().cast(pl.Int64).alias(ERRORS),
+            pl.col("ok").sum().alias(PASSED)]
+
+
 def pass_rates(df: pl.DataFrame) -> pl.DataFrame:
-    """Pass rate per dataset, kind of run and config, with its 95 % Wilson interval."""
-    agg = (scored(df).group_by(*KEYS)
-           .agg(rollouts=pl.len(), instances=pl.col("instance_id").n_unique(), passed=pl.col("ok").sum())
+    """Per dataset, kind of run and config: attempted, errors, graded, passed, the pass rate (of graded) with
+    its 95 % Wilson interval and the pass rate (of attempted) (mimo_core.rates)."""
+    agg = (_counted(df).group_by(*KEYS)
+           .agg(*_rate_aggs(), instances=pl.col("instance_id").filter(~pl.col("err")).n_unique())
            .sort(*KEYS))
-    return _with_intervals(agg)
+    return _with_intervals(agg).select(*KEYS, ATTEMPTED, ERRORS, GRADED, "instances", PASSED, PASS_RATE_OF_GRADED,
+                                       "ci_low", "ci_high", PASS_RATE_OF_ATTEMPTED)
 
 
 def pass_rate_by_night(df: pl.DataFrame) -> pl.DataFrame:
-    """Pass rate per night, dataset, kind of run and config with its Wilson interval: the trend."""
-    agg = (scored(df).group_by("night", *KEYS)
-           .agg(rollouts=pl.len(), passed=pl.col("ok").sum()).sort("night", *KEYS))
-    return _with_intervals(agg)
+    """The same per night, dataset, kind of run and config: the trend."""
+    agg = _counted(df).group_by("night", *KEYS).agg(*_rate_aggs()).sort("night", *KEYS)
+    return _with_intervals(agg).select("night", *KEYS, ATTEMPTED, ERRORS, GRADED, PASSED, PASS_RATE_OF_GRADED,
+                                       "ci_low", "ci_high", PASS_RATE_OF_ATTEMPTED)
+
+
+def labelled(df: pl.DataFrame) -> pl.DataFrame:
+    """The columns under the names shown for them (mimo_core.rates.LABELS), for the UI's tables."""
+    return df.rename({c: LABELS[c] for c in df.columns if c in LABELS and LABELS[c] != c})
 
 
 def pass_at_k_table(df: pl.DataFrame, ks: list[int] | None = None) -> pl.DataFrame:

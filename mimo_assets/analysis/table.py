@@ -2,7 +2,7 @@
 
 Materializations say where each partition's results.jsonl is (CLI runs write wherever `-o` points), so
 one pass over the event log plus one read per run folder builds the table for every door. Which records
-are a cell's result is `mimo_assets.cell_result.graded_records`, the rule the events follow too.
+are a cell's result is `mimo_assets.cell_result.FolderIndex.graded`, the rule the events follow too.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from dagster import AssetRecordsFilter, DagsterInstance
+from dagster import DagsterInstance
 
 from mimo_assets.asset_keys import GRADED_RESULTS
-from mimo_assets.cell_result import graded_records, run_kind, source_of
+from mimo_assets.cell_result import FolderIndex, run_kind, source_of
+from mimo_assets.dagster_private import asset_event_summaries
+from mimo_assets.eventlog.events import FAILED
 from mimo_assets.partitions import split_key
 from mimo_core.results import ResultRecord, ResultsStore
-
-PAGE = 10_000
 
 SCHEMA: dict[str, Any] = {
     "dataset": pl.String, "run_kind": pl.String, "instance_id": pl.String, "config_name": pl.String,
@@ -59,40 +59,75 @@ def frame_from_run_dirs(run_dirs: list[Path]) -> pl.DataFrame:
 Cell = tuple[str, str, str, str]  # (dataset, instance, config, source: cell_result.source_of)
 
 
+def _night(tags: dict[str, str] | None, timestamp: float) -> str:
+    return (tags or {}).get(NIGHT_TAG) or datetime.fromtimestamp(timestamp, UTC).date().isoformat()
+
+
+def graded_events(instance: DagsterInstance) -> dict[str, dict[Cell, tuple[int, Path]]]:
+    """night → cell → (storage id, run folder) of that night's latest graded materialization of the cell
+    (each event read once, as a summary: dagster_private.asset_event_summaries)."""
+    nights: dict[str, dict[Cell, tuple[int, Path]]] = {}
+    for event in asset_event_summaries(instance, GRADED_RESULTS):
+        if event.partition is None or event.metadata.get("output_dir") is None:
+            continue
+        recalc = event.metadata.get("recalc")
+        cell = (*split_key(event.partition), source_of(str(recalc) if recalc else None))
+        nights.setdefault(_night(event.tags, event.timestamp), {})[cell] = (
+            event.storage_id, Path(str(event.metadata["output_dir"])))
+    return nights
+
+
 def graded_by_night(instance: DagsterInstance) -> dict[str, dict[Cell, Path]]:
     """night → (dataset, instance, config, source) → the run folder of that night's latest graded
     materialization of that source (a gold recalc, a regrade, an agent's run: each keeps its own). The
     night is the `mimoagent/date` tag every door puts on its events (else the event's UTC date)."""
-    nights: dict[str, dict[Cell, Path]] = {}
-    cursor = None
-    while True:
-        result = instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=GRADED_RESULTS), limit=PAGE, cursor=cursor, ascending=True,
-        )
-        for rec in result.records:
-            mat = rec.asset_materialization
-            if mat is None or mat.partition is None or "output_dir" not in mat.metadata:
-                continue
-            night = (mat.tags or {}).get(NIGHT_TAG) or datetime.fromtimestamp(rec.timestamp, UTC).date().isoformat()
-            recalc = mat.metadata["recalc"].value if "recalc" in mat.metadata else None
-            cell = (*split_key(mat.partition), source_of(str(recalc) if recalc else None))
-            nights.setdefault(night, {})[cell] = Path(str(mat.metadata["output_dir"].value))
-        if not result.has_more:
-            return nights
-        cursor = result.cursor
+    return {night: {cell: path for cell, (_, path) in cells.items()}
+            for night, cells in graded_events(instance).items()}
 
 
-def collect_night(night: str, latest: dict[Cell, Path]) -> pl.DataFrame:
+def failed_by_night(
+    instance: DagsterInstance, graded: dict[str, dict[Cell, tuple[int, Path]]] | None = None,
+) -> dict[str, dict[Cell, Path]]:
+    """night → cell → the run folder of its latest failure (the `failed` observation a partition with no
+    result gets, eventlog/events.failure_observations), for cells whose failure came after that night's
+    graded result, if any: their infrastructure-error rollouts ran and cost, so the status and usage tables
+    count them."""
+    graded = graded_events(instance) if graded is None else graded
+    nights: dict[str, dict[Cell, tuple[int, Path]]] = {}
+    for event in asset_event_summaries(instance, GRADED_RESULTS, observations=True):
+        meta = event.metadata
+        if event.partition is None or meta.get("output_dir") is None or meta.get("status") != FAILED:
+            continue
+        recalc = meta.get("recalc")
+        cell = (*split_key(event.partition), source_of(str(recalc) if recalc else None))
+        nights.setdefault(_night(event.tags, event.timestamp), {})[cell] = (
+            event.storage_id, Path(str(meta["output_dir"])))
+    out: dict[str, dict[Cell, Path]] = {}
+    for night, cells in nights.items():
+        done = graded.get(night, {})
+        out[night] = {cell: path for cell, (sid, path) in cells.items() if cell not in done or done[cell][0] < sid}
+    return out
+
+
+def collect_night(night: str, latest: dict[Cell, Path], failed: dict[Cell, Path] | None = None) -> pl.DataFrame:
     """One night's table: for each partition and source graded that night, the records of its latest graded
     materialization's run folder (a run folder holds one dataset, so (instance, config) names a partition
-    within it), by the one rule of a cell's result."""
-    by_dir: dict[Path, list[Cell]] = {}
+    within it), by the one rule of a cell's result, and that folder's infrastructure-error rollouts of the
+    cell (K > 1); for each cell that failed that night (`failed`, failed_by_night), its infrastructure-error
+    rollouts. Rows with `infra_error` are never a result (stats.scored leaves them out of every rate), but
+    the status and usage tables count them. Each folder is read and indexed once (linear in its records)."""
+    by_dir: dict[Path, list[tuple[Cell, bool]]] = {}
     for cell, run_dir in latest.items():
-        by_dir.setdefault(run_dir, []).append(cell)
+        by_dir.setdefault(run_dir, []).append((cell, True))
+    for cell, run_dir in (failed or {}).items():
+        if cell not in latest:
+            by_dir.setdefault(run_dir, []).append((cell, False))
     rows = []
     for run_dir, cells in by_dir.items():
-        records = ResultsStore(run_dir).load()
-        for dataset, instance_id, config_name, source in cells:
-            rows += [row(rec, run_dir, night, dataset)
-                     for rec in graded_records(records, instance_id, config_name, source)]
+        index = FolderIndex.of(run_dir)
+        for (dataset, instance_id, config_name, source), graded in cells:
+            records = index.graded(instance_id, config_name, source) if graded else []
+            if records or not graded:
+                records += index.infra_errors(instance_id, config_name, source)
+            rows += [row(rec, run_dir, night, dataset) for rec in sorted(records, key=lambda r: r.rollout_index)]
     return frame(rows).sort("dataset", "run_kind", "config_name", "instance_id", "rollout_index")

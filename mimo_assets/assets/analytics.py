@@ -30,9 +30,9 @@ from mimo_assets.asset_keys import (
     USAGE_BY_CONFIG,
 )
 from mimo_assets.assets.results import NIGHTS_DIR
-from mimo_assets.cell_result import graded_records
+from mimo_assets.cell_result import FolderIndex
 from mimo_assets.eventlog.events import CODE_VERSION
-from mimo_core.results import ResultsStore
+from mimo_core.rates import GRADED, PASS_RATE_OF_GRADED
 from resources import OutputStore
 
 
@@ -47,19 +47,21 @@ def _publish(
 ) -> MaterializeResult:
     path = store.tables_dir() / f"{name}.parquet"
     df.write_parquet(path)
-    return MaterializeResult(metadata={"table": MetadataValue.md(stats.to_markdown(df)),
+    return MaterializeResult(metadata={"table": MetadataValue.md(stats.to_markdown(stats.labelled(df))),
                                        "path": MetadataValue.path(str(path)), "rows": df.height,
                                        **_computed_from(source), **extra})
 
 
 @asset(key=PASS_RATES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
 def pass_rates(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
-    """Pass rate per dataset, kind of run (rollout, oracle, gold recalc, regrade) and config, with a 95 %
-    Wilson interval, and the plot."""
+    """Per dataset, kind of run (rollout, oracle, gold recalc, regrade) and config: attempted, errors
+    (infrastructure), graded, passed, the pass rate (of graded) with a 95 % Wilson interval and the pass rate
+    (of attempted) (mimo_core.rates, the CLI table's too), and the plot of the rate of graded."""
     df = stats.pass_rates(results_table)
     png = output_store.tables_dir() / "pass_rate_by_config.png"
-    md = write_png(pass_rate_png(df), png) if df.height else "_no graded rollouts yet_"
-    return _publish(output_store, "pass_rates", df, stats.scored(results_table), plot=MetadataValue.md(md),
+    drawn = df.filter(pl.col(GRADED) > 0)
+    md = write_png(pass_rate_png(drawn), png) if drawn.height else "_no graded rollouts yet_"
+    return _publish(output_store, "pass_rates", df, results_table, plot=MetadataValue.md(md),
                     plot_path=MetadataValue.path(str(png)))
 
 
@@ -111,8 +113,8 @@ def _cells_frame(cells: dict[tuple[str, str], Path], dataset: str) -> pl.DataFra
         by_dir.setdefault(run_dir, []).append(cell)
     rows = []
     for run_dir, part in by_dir.items():
-        records = ResultsStore(run_dir).load()
-        rows += [row(r, run_dir, dataset=dataset) for i, c in part for r in graded_records(records, i, c)]
+        index = FolderIndex.of(run_dir)  # one pass over the folder, not one per cell
+        rows += [row(r, run_dir, dataset=dataset) for i, c in part for r in index.graded(i, c)]
     return frame(rows)
 
 
@@ -134,19 +136,19 @@ def exit_statuses(results_table: pl.DataFrame, output_store: OutputStore) -> Mat
 def pass_rate_trend(output_store: OutputStore) -> MaterializeResult:
     """Pass rate per night, dataset, kind of run and config (every night's table), as a table and a plot:
     `trend` is shown on the asset's page as it is (a small SVG of the latest nights), `plot` is the full
-    PNG. The latest night's rate of each is also numeric metadata (`pass_rate/<dataset>/<kind>/<config>`),
+    PNG. The latest night's rate of each is also numeric metadata (`pass_rate_of_graded/<dataset>/<kind>/<config>`),
     which the Plots tab charts across refreshes."""
     folder = output_store.tables_dir() / NIGHTS_DIR
     files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
     frames = [pl.read_parquet(f) for f in files]
     df = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(schema=SCHEMA)
-    trend = stats.pass_rate_by_night(df)
+    trend = stats.pass_rate_by_night(df).filter(pl.col(GRADED) > 0)
     png = output_store.tables_dir() / "pass_rate_trend.png"
     md = write_png(trend_png(trend), png) if trend.height else "_no graded rollouts yet_"
     latest = trend.filter(pl.col("night") == trend["night"].max()) if trend.height else trend
-    numbers = {f"pass_rate/{r['dataset']}/{r['run_kind']}/{r['config_name']}": float(r["pass_rate"])
+    numbers = {f"{PASS_RATE_OF_GRADED}/{r['dataset']}/{r['run_kind']}/{r['config_name']}": float(r[PASS_RATE_OF_GRADED])
                for r in latest.iter_rows(named=True)}
     inline = trend_inline_md(trend) if trend.height else "_no graded rollouts yet_"
-    return _publish(output_store, "pass_rate_trend", trend, stats.scored(df), trend=MetadataValue.md(inline),
+    return _publish(output_store, "pass_rate_trend", trend, df, trend=MetadataValue.md(inline),
                     plot=MetadataValue.md(md), plot_path=MetadataValue.path(str(png)),
                     nights=trend["night"].n_unique(), **numbers)

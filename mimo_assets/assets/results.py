@@ -8,7 +8,7 @@ import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
 from mimo_assets.analysis.stats import to_markdown
-from mimo_assets.analysis.table import SCHEMA, collect_night, graded_by_night
+from mimo_assets.analysis.table import SCHEMA, collect_night, failed_by_night, graded_events
 from mimo_assets.asset_keys import ANALYTICS_GROUP, GRADED_RESULTS, RESULTS_TABLE
 from mimo_assets.eventlog.events import CODE_VERSION
 from resources import OutputStore
@@ -28,16 +28,22 @@ def write_parquet(df: pl.DataFrame, path: os.PathLike[str]) -> None:
 @asset(key=RESULTS_TABLE, group_name=ANALYTICS_GROUP, deps=[GRADED_RESULTS], kinds={"polars", "parquet"},
        code_version=CODE_VERSION, io_manager_key=TABLES_IO_MANAGER)
 def results_table(context: AssetExecutionContext, output_store: OutputStore) -> Output[pl.DataFrame]:
-    """Each night's latest graded partitions with their records (`tables/nights/<night>.parquet`, one file
-    per night: a new night never rewrites an earlier one); the asset's value is the latest night. Rows
-    carry `night`, `run_id` and `run_dir`, so one run's results are a filter away."""
-    nights = graded_by_night(context.instance)
+    """Each night's latest graded partitions with their records, and the infrastructure-error rollouts of
+    its failed partitions and of graded ones (`infra_error`: never counted in a rate)
+    (`tables/nights/<night>.parquet`, one file per night: a new night never rewrites an earlier one); the
+    asset's value is the latest night. Rows carry `night`, `run_id` and `run_dir`, so one
+    run's results are a filter away."""
+    events = graded_events(context.instance)
+    failed = failed_by_night(context.instance, events)
+    nights = {night: {cell: path for cell, (_, path) in cells.items()} for night, cells in events.items()}
+    for night in failed:
+        nights.setdefault(night, {})
     folder = output_store.tables_dir() / NIGHTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     latest = max(nights) if nights else None
     df = pl.DataFrame(schema=SCHEMA)
     for night, parts in sorted(nights.items()):
-        table = collect_night(night, parts)
+        table = collect_night(night, parts, failed.get(night))
         write_parquet(table, folder / f"{night}.parquet")
         if night == latest:
             df = table
@@ -48,6 +54,7 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
         "path": MetadataValue.path(str(path)),
         "rows": df.height,
         "rollouts": df.height,
+        "infra_errors": int(df["infra_error"].sum()),
         "partitions": df.select("dataset", "instance_id", "config_name").unique().height,
         "runs": sorted(df["run_id"].unique().to_list()),
         "datasets": sorted(df["dataset"].unique().to_list()),

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
-from dagster import AssetMaterialization, DagsterEvent, DagsterEventType, OpExecutionContext
+from dagster import AssetMaterialization, AssetObservation, DagsterEvent, DagsterEventType, OpExecutionContext
 
 from mimo_assets.dagster_private import (
     AssetFailedToMaterializeData,
@@ -128,6 +128,9 @@ def _store(context: OpExecutionContext | Any, events: list[Event]) -> None:
             DagsterEventType.ASSET_FAILED_TO_MATERIALIZE, step, AssetFailedToMaterializeData(failure),
             message=f"{failure.asset_key.to_user_string()} {failure.partition}: {failure.description}",
         )
+    for observation in (e for e in events if isinstance(e, AssetObservation)):
+        # what the partition's page shows of a failure: the event log keeps observations (events.partition_failures)
+        DagsterEvent.asset_observation(step, observation)
 
 
 def emit_all(context: Any, items: Iterable[AssetMaterialization | list[Any]]) -> Iterator[AssetMaterialization]:

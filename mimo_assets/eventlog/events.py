@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from dagster import AssetKey, AssetMaterialization, MetadataValue
+from dagster import AssetKey, AssetMaterialization, AssetObservation, MetadataValue
 
 from mimo_assets.asset_keys import GRADED_RESULTS, JUDGE_SCORES, ROLLOUTS
 from mimo_assets.dagster_private import (
@@ -148,21 +148,48 @@ def partition_events(
     return [rollouts, judge, graded]
 
 
+FAILED = "failed"  # the `status` of the observation a failed partition gets
+
+
 def partition_failures(
     dataset: str, records: Sequence[ResultRecord], tags: dict[str, str], graded_only: bool = False,
-) -> list[AssetMaterializationFailure]:
-    """A partition whose rollouts hit an infrastructure error: failed (not missing, not a 0 score)."""
-    bad = [r for r in records if r.infra_error]
+    run_dir: Path | None = None,
+) -> list[AssetMaterializationFailure | AssetObservation]:
+    """A partition whose rollouts hit an infrastructure error: failed (not missing, not a 0 score). Dagster's
+    SQLite and PostgreSQL event logs drop its ASSET_FAILED_TO_MATERIALIZE events for these assets
+    (`can_store_asset_failure_events` is false), so each failure also gets an observation of the same asset
+    and partition, which they keep and the partition's page lists (its events: materializations,
+    observations, failures): status `failed`, the error class and message, the rollout's folder and its
+    viewer link. The results table counts the rollouts it names (analysis/table.failed_by_night)."""
+    bad = sorted((r for r in records if r.infra_error), key=lambda r: r.rollout_index)
     first = bad[0]
     pk = str(partition_key(dataset, first.instance_id, first.config_name))
     why = redact("; ".join(f"#{r.rollout_index} {r.exit_status}: {(r.error or '')[:200]}" for r in bad))
     keys = [GRADED_RESULTS] if graded_only else [ROLLOUTS, GRADED_RESULTS]
-    return [AssetMaterializationFailure(
+    event_tags = {**tags, "mimoagent/run_id": first.run_id}
+    failures: list[AssetMaterializationFailure | AssetObservation] = [AssetMaterializationFailure(
         key, partition=pk, failure_type=AssetMaterializationFailureType.FAILED,
         reason=AssetMaterializationFailureReason.FAILED_TO_MATERIALIZE, description=f"infrastructure error: {why}",
-        tags={**tags, "mimoagent/run_id": first.run_id},
+        tags=event_tags,
         metadata={"exit_status": _summary([r.exit_status for r in bad])},
     ) for key in keys]
+    if run_dir is None:
+        return failures
+    run_dir = run_dir.resolve()
+    metadata = {
+        "status": FAILED,
+        "error_class": _summary([str(r.error_class or r.exit_status) for r in bad]),
+        "message": MetadataValue.text(why[:2000]),
+        "run_id": first.run_id,
+        "rollouts": len(records),
+        "failed_rollouts": len(bad),
+        "recalc": first.recalc,
+        "output_dir": MetadataValue.path(str(run_dir)),
+        "rollout_dir": MetadataValue.path(str(run_dir / first.output_dir)),
+        "viewer": MetadataValue.url(rollout_url(run_dir, first.output_dir)),
+    }
+    return failures + [AssetObservation(key, partition=pk, description=f"failed: infrastructure error: {why}"[:1000],
+                                        metadata=metadata, tags=event_tags) for key in keys]
 
 
 @dataclass

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dagster import AssetMaterialization, DagsterEventType, DagsterInstance
+from dagster import AssetMaterialization, AssetObservation, DagsterEventType, DagsterInstance
 
 from mimo_assets.dagster_private import AssetMaterializationFailure
 
 POINTER = "dagster/input_event_pointer/"
 UNSTORED = "NULL"  # what events.py writes for an input whose event is not stored yet
 
-Event = AssetMaterialization | AssetMaterializationFailure
+Event = AssetMaterialization | AssetMaterializationFailure | AssetObservation
 
 
 def _waits_on(event: Event) -> set[str]:

@@ -105,7 +105,7 @@ def materializations(
                 log.warning(f"{r.instance_id} [{r.config_name}#{r.rollout_index}]: {r.exit_status} "
                             f"(infrastructure error, {outcome}): {r.error}")
         if earlier is None:
-            return list(partition_failures(dataset, group, tags, graded_only=graded_only))
+            return list(partition_failures(dataset, group, tags, graded_only=graded_only, run_dir=output_dir))
         latest = [m for key in dagster_planned if (m := latest_materialization(instance, key, pk)) is not None]
         return [*kept_copies(latest, f"run {first.run_id}: infrastructure error: {why}"),
                 Kept(pk, f"infrastructure error ({why}); kept the result of run "

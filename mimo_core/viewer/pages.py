@@ -25,6 +25,7 @@ _env.filters["reward"] = lambda v: "–" if v is None else f"{v:g}"
 _env.filters["cost"] = lambda v: f"{v:.4f}"
 _env.filters["secs"] = lambda v: f"{v:.1f}"
 _env.filters["num"] = lambda v: f"{v:,}"
+_env.filters["rate"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # mimo_core.rates' rates
 
 
 def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:

@@ -110,8 +110,8 @@ def test_pass_rates_are_per_dataset_and_kind_of_run_and_match_a_hand_count(recor
     assert set(got) == set(expected)
     for key, (passed, n) in expected.items():
         row = got[key]
-        assert (row["passed"], row["rollouts"]) == (passed, n), key
-        assert row["pass_rate"] == pytest.approx(passed / n)
+        assert (row["passed"], row["graded"], row["attempted"], row["errors"]) == (passed, n, n, 0), key
+        assert row["pass_rate_of_graded"] == pytest.approx(passed / n) == row["pass_rate_of_attempted"]
         assert (row["ci_low"], row["ci_high"]) == pytest.approx(_wilson(passed, n), abs=1e-12), key
     assert (got[(y, "rollout", "good")]["passed"], got[(y, "rollout", "bad")]["passed"]) == (9, 4)
 

@@ -102,8 +102,9 @@ def test_analytics_and_checks_over_graded_partitions(tmp_path: Path, instance) -
     assert checks == {"trajectories_validate": True, "rewards_in_range": True, "no_missing_partitions": True}
     meta = _latest_meta(instance, "pass_rates")
     name = dataset_name(str(data))
-    assert f"| {name} | rollout | good | 8 | 4 | 8 | 1.000" in meta["table"]
-    assert f"| {name} | rollout | bad | 1 | 1 | 0 | 0.000" in meta["table"]
+    assert "| attempted | errors | graded | instances | passed | pass rate (of graded) |" in meta["table"]
+    assert f"| {name} | rollout | good | 8 | 0 | 8 | 4 | 8 | 1.000" in meta["table"]
+    assert f"| {name} | rollout | bad | 1 | 0 | 1 | 1 | 0 | 0.000" in meta["table"]
     assert "data:image/png;base64," in meta["plot"] and Path(meta["plot_path"]).read_bytes()[:4] == b"\x89PNG"
     assert f"| {name} | rollout | good | 2 | 4 | 1.000 |" in _latest_meta(instance, "pass_at_k")["table"]
     assert _latest_meta(instance, "results_table")["rows"] == 9
@@ -203,7 +204,7 @@ def test_two_nights_give_a_trend_with_two_points_and_the_first_nights_table_stay
     meta = trend.asset_materialization.metadata
     assert meta["nights"].value == 2 and meta["rows"].value == 4  # two points per config
     name = dataset_name(str(data))  # one number per dataset, kind of run and config
-    assert meta[f"pass_rate/{name}/rollout/good"].value == 1.0 and meta[f"pass_rate/{name}/rollout/bad"].value == 0.0
+    assert meta[f"pass_rate_of_graded/{name}/rollout/good"].value == 1.0 and meta[f"pass_rate_of_graded/{name}/rollout/bad"].value == 0.0
     assert meta["plot"].value.startswith("![pass_rate_trend](data:image/png;base64,")
     [table] = instance.fetch_materializations(AssetKey("results_table"), limit=1).records
     assert table.asset_materialization.metadata["night"].value == "2026-01-02"

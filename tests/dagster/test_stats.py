@@ -58,9 +58,10 @@ def test_results_frame_has_every_record_of_every_run_folder(two_runs: pl.DataFra
 
 def test_pass_rate_per_config_leaves_infra_errors_out(two_runs: pl.DataFrame) -> None:
     rates = {r["config_name"]: r for r in stats.pass_rates(two_runs).iter_rows(named=True)}
-    assert (rates["A"]["rollouts"], rates["A"]["passed"]) == (7, 4)
-    assert rates["B"]["pass_rate"] == pytest.approx(5 / 8)
-    assert rates["A"]["ci_low"] < rates["A"]["pass_rate"] < rates["A"]["ci_high"]
+    assert (rates["A"]["attempted"], rates["A"]["errors"], rates["A"]["graded"], rates["A"]["passed"]) == (8, 1, 7, 4)
+    assert rates["A"]["pass_rate_of_attempted"] == pytest.approx(4 / 8)  # the infra error counts as a failure
+    assert rates["B"]["pass_rate_of_graded"] == pytest.approx(5 / 8)
+    assert rates["A"]["ci_low"] < rates["A"]["pass_rate_of_graded"] < rates["A"]["ci_high"]
 
 
 def test_pass_at_k_per_config_goes_up_to_the_rollouts_every_instance_has(two_runs: pl.DataFrame) -> None:
@@ -173,8 +174,8 @@ def _rates_table(ns: range, passed_all: bool) -> pl.DataFrame:
     for n in ns:
         passed = n if passed_all else 0
         lo, hi = stats.wilson_interval(passed, n)
-        rows.append({"dataset": "d", "run_kind": "rollout", "config_name": f"c{n:05d}", "rollouts": n, "instances": n,
-                     "passed": passed, "pass_rate": passed / n, "ci_low": lo, "ci_high": hi, "night": f"n{n:05d}"})
+        rows.append({"dataset": "d", "run_kind": "rollout", "config_name": f"c{n:05d}", "attempted": n, "errors": 0, "graded": n, "instances": n,
+                     "passed": passed, "pass_rate_of_graded": passed / n, "ci_low": lo, "ci_high": hi, "night": f"n{n:05d}"})
     return pl.DataFrame(rows)
 
 
@@ -185,7 +186,7 @@ def test_the_plots_draw_for_every_n_when_everything_passes_or_fails(first: int, 
     from mimo_assets.analysis.plots import error_bars, trend_png
 
     table = _rates_table(range(first, first + BLOCK), passed_all)
-    below, above = error_bars(table["pass_rate"].to_list(), table["ci_low"].to_list(), table["ci_high"].to_list())
+    below, above = error_bars(table["pass_rate_of_graded"].to_list(), table["ci_low"].to_list(), table["ci_high"].to_list())
     assert min(below) >= 0 and min(above) >= 0
     assert pass_rate_png(table.drop("night")).startswith(b"\x89PNG")
     assert trend_png(table.with_columns(config_name=pl.lit("c"))).startswith(b"\x89PNG")
