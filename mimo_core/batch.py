@@ -37,7 +37,7 @@ def run_jobs(
     _running.add(cancel)
     results: list[ResultRecord] = []
     pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="rollout")
-    pending: set[Future[ResultRecord]] = {pool.submit(run_one, job, cancel) for job in jobs}
+    pending: set[Future[ResultRecord]] = {pool.submit(_start_one, job, cancel) for job in jobs}
     try:
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
@@ -57,6 +57,15 @@ def run_jobs(
         _running.discard(cancel)
     pool.shutdown(wait=True)
     return results
+
+
+def _start_one(job: RolloutJob, cancel: threading.Event) -> ResultRecord:
+    """A rollout, once the host has room for it: below the low-water mark the run stops (disk.low_water)."""
+    from mimo_core.disk import low_water
+
+    if (full := low_water(job)) is not None:
+        raise full
+    return run_one(job, cancel)
 
 
 _running: set[threading.Event] = set()  # the cancel events of the batches running in this process

@@ -24,6 +24,31 @@ class WorkdirDestroyed(MimoError):
         return Grade(reward=0.0, passed=False, details={"workdir_destroyed": True})
 
 
+class BudgetExceeded(WorkdirDestroyed):
+    """The sandbox went past one of its budgets (memory, disk: environment/budgets.py) and was ended for
+    it: the agent's doing, graded 0 with the reason recorded, not retried."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind} budget exceeded: {detail}")
+        self.kind, self.detail = kind, detail
+
+    def grade(self) -> Grade:
+        return Grade(reward=0.0, passed=False, details={"budget_exceeded": self.kind, "budget_detail": self.detail})
+
+
+def budget_exceeded(envs: list[Environment]) -> BudgetExceeded | None:
+    """The first budget one of these sandboxes went past (backends that watch their budgets say so)."""
+    for env in envs:
+        ask = getattr(env, "budget_exceeded", None)
+        try:
+            found = ask() if ask is not None else None
+        except Exception:
+            found = None
+        if found is not None:
+            return BudgetExceeded(found.kind, found.detail)
+    return None
+
+
 class GradingFailed(MimoError):
     """Collecting the agent's submission failed in a sandbox that still answers: whose fault it is is
     decided by the reference check (rollout._blame), with the agent's result kept for the record."""

@@ -131,6 +131,13 @@ class EnvironmentConfig(_Strict):
     run_image_tasks_on_host: bool = False
     env: dict[str, str] = Field(default_factory=dict)
     startup_timeout: float = Field(600.0, gt=0, le=MAX_SECONDS)
+    # Budgets of every sandbox (docs/sandboxes.md, "Budgets"); a row's own memory_mb / storage_mb wins,
+    # null: none. Memory counts the private /tmp and /dev/shm; 2 GiB fits 8 workers on a 24 GiB host.
+    memory_mb: int | None = Field(2048, gt=0, le=1 << 30)
+    storage_mb: int | None = Field(10240, gt=0, le=1 << 30)  # disk the sandbox's own files may take
+    # The run stops starting rollouts when the free space of the output folder (or the local sandboxes'
+    # root) falls below this many MB (0: never)
+    host_min_free_mb: int = Field(2048, ge=0, le=1 << 30)
     judge_agent: JudgeAgentConfig | None = None
     backend_kwargs: dict[str, Any] = Field(default_factory=dict)  # checked by the backend's options_model
 

@@ -33,3 +33,33 @@ def disk_full(exc: BaseException, where: str) -> DiskFull:
     path = getattr(exc, "filename", None)
     return DiskFull(f"no space left on the device{f' writing {path}' if path else ''} ({where}): stopped "
                     "starting rollouts; finished ones are kept, free some space and rerun the command to resume")
+
+
+def low_water(job: object) -> DiskFull | None:
+    """DiskFull when the free space where this rollout would write (the run's output folder, the local
+    sandboxes' root) is below its config's `environment.host_min_free_mb`: the run stops starting
+    rollouts before a neighbour's filling takes the disk, and says so. None while there is room."""
+    import os
+    import shutil
+    import tempfile
+
+    env = job.config.config.environment  # type: ignore[attr-defined]
+    floor = env.host_min_free_mb << 20
+    if not floor:
+        return None
+    places = [str(job.output_dir)]  # type: ignore[attr-defined]
+    if env.environment_class == "local":
+        places.append(str(env.backend_kwargs.get("root") or tempfile.gettempdir()))
+    for place in places:
+        path = os.path.abspath(place)
+        while not os.path.exists(path) and os.path.dirname(path) != path:
+            path = os.path.dirname(path)
+        try:
+            free = shutil.disk_usage(path).free
+        except OSError:
+            continue
+        if free < floor:
+            return DiskFull(f"the host's free space at {place} is {free >> 20} MB, below the low-water mark "
+                            f"(environment.host_min_free_mb: {env.host_min_free_mb}): stopped starting rollouts; "
+                            "finished ones are kept, free some space and rerun the command to resume")
+    return None

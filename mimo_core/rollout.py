@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mimo_core.agents.base import AgentResult
 from mimo_core.attempts import is_finished_attempt, keep_failed_attempt
-from mimo_core.blame import GradingFailed, WorkdirDestroyed, check_workdir
+from mimo_core.blame import GradingFailed, WorkdirDestroyed, budget_exceeded, check_workdir
 from mimo_core.config import NamedConfig
 from mimo_core.containment.detect import Watch
 from mimo_core.containment.events import attempts, counts
@@ -136,6 +136,8 @@ class _Sandboxes:
             spec.image = cfg.environment.image_prefix + spec.image
         spec.env = {**spec.env, **cfg.environment.env}
         spec.mounts = {**spec.mounts, **sandbox_mounts(cfg)}  # the agent's shared installs
+        spec.memory_mb = spec.memory_mb or cfg.environment.memory_mb  # budgets: the row's own win
+        spec.storage_mb = spec.storage_mb or cfg.environment.storage_mb
         return spec
 
     def new(self, spec: SandboxSpec) -> Environment:
@@ -254,15 +256,23 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
             agent_result, submission = _act(job, dtype, env, rec, cancel)
         except GradingFailed as e:
             agent_result, submission = e.result, None  # type: ignore[assignment]
-            grade = blame(job, Grade(infra_error=str(e)), rec, cancel, _reference(job))
+            grade = blame(job, Grade(infra_error=str(e)), rec, cancel, _reference(job, sandboxes))
         timings.agent_s = time.monotonic() - t1
+        if (over := budget_exceeded(sandboxes.started)) is not None:  # ended for it: nothing worth grading
+            raise over
         if grade is None and agent_result.exit_status not in UNGRADED_STATUSES:
             t2 = time.monotonic()
-            grade = grade_rollout(job, dtype, env, submission, sandboxes.new, rec, cancel, _reference(job))
+            grade = grade_rollout(job, dtype, env, submission, sandboxes.new, rec, cancel, _reference(job, sandboxes))
             keep_verifier_evidence(grade, rollout_dir)
             judge = judge_rollout(job, env, submission, rollout_dir, rec)  # after the grade: it cannot change it
             timings.grading_s = time.monotonic() - t2
+            if (over := budget_exceeded(sandboxes.started)) is not None:  # the verifier's run of the agent's code
+                raise over
     except Exception as e:  # a rollout's failure must not take the whole batch down; the record says why
+        over = budget_exceeded(sandboxes.started)  # a sandbox ended for its budget fails as infrastructure would
+        if over is not None and e is not over:
+            rec.log(f"{type(e).__name__}: {e} (after the sandbox was ended for its budget)")
+            e = over
         if is_disk_full(e):
             raise disk_full(e, f"rollout {job.rel_dir}") from None
         status = status_of(e)
@@ -270,7 +280,7 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
             rec.log_exception(status.value)
         else:
             rec.log(f"{status.value}: {e}")
-        if cancel is not None and cancel.is_set() and status in INFRA_STATUSES:
+        if cancel is not None and cancel.is_set() and status in INFRA_STATUSES and over is None:
             status = ExitStatus.INTERRUPTED  # the stop broke it (a killed command, a removed sandbox)
         failure = (status, str(e) if isinstance(e, MimoError) else f"{type(e).__name__}: {e}")
         if isinstance(e, WorkdirDestroyed):
@@ -283,9 +293,15 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
     return _write_outputs(job, rollout_dir, rec, agent_result, status, error, submission, grade, judge, timings)
 
 
-def _reference(job: RolloutJob) -> Any:
-    """The reference check for this job's task, run only when asked (reference_check.py)."""
-    return lambda: reference_grades_cleanly(job, _dataset_type, lambda: _Sandboxes(job), enter_grading)
+def _reference(job: RolloutJob, sandboxes: _Sandboxes) -> Any:
+    """The reference check for this job's task, run only when asked (reference_check.py); a grading that
+    failed because the sandbox was ended for its budget needs none: that is the agent's 0."""
+    def check() -> bool | None:
+        if (over := budget_exceeded(sandboxes.started)) is not None:
+            raise over
+        return reference_grades_cleanly(job, _dataset_type, lambda: _Sandboxes(job), enter_grading)
+
+    return check
 
 
 def _outcome(

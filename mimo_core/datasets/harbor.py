@@ -190,6 +190,7 @@ def convert_task(task_dir: Path, relative_to: Path | None = None) -> dict[str, A
         "env": toml.environment.env,
         "cpus": toml.environment.cpus,
         "memory_mb": toml.environment.memory_mb,
+        "storage_mb": toml.environment.storage_mb,
         "network": toml.agent.network_mode not in NO_NETWORK,
         "agent_timeout_sec": toml.agent.timeout_sec,
         "build_timeout_sec": toml.environment.build_timeout_sec,

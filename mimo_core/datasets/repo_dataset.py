@@ -45,6 +45,7 @@ class RepoTask(Task):
     solution_script: str | None = None  # bash; used when there is no gold patch
     cpus: Cpus | None = None
     memory_mb: MegaBytes | None = None
+    storage_mb: MegaBytes | None = None  # the sandbox's disk budget (environment.storage_mb otherwise)
     network: bool = True
     test_files: dict[str, Any] = Field(default_factory=dict)  # path → text, or {content, encoding: base64}
 
@@ -138,6 +139,7 @@ class RepoDatasetType:
             spec.env = dict(task.env)
             if isinstance(task, RepoTask):
                 spec.cpus, spec.memory_mb, spec.network = task.cpus, task.memory_mb, task.network
+                spec.storage_mb = task.storage_mb
             dockerfile_dir = getattr(task, "dockerfile_dir", None)
             if dockerfile_dir and isinstance(task, RepoTask):
                 spec.dockerfile_dir = str(task.resolve(dockerfile_dir))

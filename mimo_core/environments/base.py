@@ -24,6 +24,7 @@ class SandboxSpec(BaseModel):
     timeout: float = 300.0  # default per-command timeout
     cpus: float | None = None
     memory_mb: int | None = None
+    storage_mb: int | None = None  # disk the sandbox's own files may take (a watchdog ends it past that)
     pids_limit: int | None = None
     network: bool = True  # False: no network at all
     labels: dict[str, str] = Field(default_factory=dict)  # run id, instance, config: for cleanup

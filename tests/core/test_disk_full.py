@@ -36,6 +36,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def test_a_full_disk_stops_the_run_and_loses_nothing_finished(workdir: Path, scripted_llm, small_disk: Path):
     scripted_llm.set_responder(SOLVE)
     data, cfg, out = write_tasks(workdir, n=20), write_config(workdir, "cfg"), small_disk / "out"
+    cfg.write_text(cfg.read_text().replace("timeout: 30", "timeout: 30\n  host_min_free_mb: 0"))  # ENOSPC itself
     args = ["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--workers", "2"]
     full = run_cli(args, scripted_llm)
     assert full.returncode == EXIT_DISK_FULL, full.stderr
@@ -52,3 +53,21 @@ def test_a_full_disk_stops_the_run_and_loses_nothing_finished(workdir: Path, scr
     assert all(final[k] == v for k, v in survived.items())
     lines = (out / "results.jsonl").read_text().splitlines()
     assert len(lines) == 20
+
+
+def test_below_the_low_water_mark_no_rollout_starts_and_the_run_says_why(workdir: Path, scripted_llm,
+                                                                         small_disk: Path):
+    """The host's free space under environment.host_min_free_mb: the run stops before starting rollouts
+    (a neighbour filling the disk cannot take the ones after it down), and resumes once there is room."""
+    scripted_llm.set_responder(SOLVE)
+    data, cfg, out = write_tasks(workdir, n=4), write_config(workdir, "cfg"), small_disk / "out"
+    cfg.write_text(cfg.read_text().replace("timeout: 30", "timeout: 30\n  host_min_free_mb: 5"))
+    args = ["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--workers", "2"]
+    low = run_cli(args, scripted_llm)  # 400 KiB free < 5 MB
+    assert low.returncode == EXIT_DISK_FULL, low.stderr
+    assert "below the low-water mark (environment.host_min_free_mb: 5)" in low.stderr, low.stderr
+    assert "Traceback" not in low.stderr and len(ResultsStore(out).load()) == 0
+    subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    done = run_cli(args, scripted_llm)
+    assert done.returncode == 0, done.stderr
+    assert len(ResultsStore(out).load()) == 4

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mimo_core.environments import live
 from mimo_core.environments.base import LABEL_INSTANCE, LABEL_RUN_ID, Capabilities, ExecResult
+from mimo_core.environments.budgets import BudgetWatch, Exceeded, disk_exceeded, memory_exceeded
 from mimo_core.environments.container.base import (
     EXEC_MARKER,
     KEEPALIVE,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from mimo_core.config import EnvironmentConfig
 
 HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+_NO_STORAGE_OPT: set[str] = set()  # engines whose storage driver refused a container size (storage_opt)
 _CA_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS",
             "GIT_SSL_CAINFO")
 
@@ -122,6 +124,8 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         super().__init__(spec, config)
         self.client: Any = None
         self.container: Any = None
+        self._watch: BudgetWatch | None = None  # memory and disk budgets (budgets.py)
+        self._oom_kills = 0  # seen before a restart (the agent's phase ends with one)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -147,6 +151,8 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
             self.container = self._create()
             live.track(self)
             self.container.start()
+            self._watch = BudgetWatch(self.container.name, self._budget_check, self._end_for_budget)
+            self._watch.start()
         except docker.errors.APIError as e:
             raise SandboxError(f"container from {self.image} failed to start: {e.explanation or e}") from None
         self._prepare()
@@ -180,9 +186,11 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
             kwargs["network_mode"] = network_mode
         if spec.cpus:
             kwargs["nano_cpus"] = int(spec.cpus * 1e9)
-        if spec.memory_mb:
+        if spec.memory_mb:  # (/dev/shm, a tmpfs of shm_size, 64 MB by default, counts in it)
             kwargs["mem_limit"] = f"{spec.memory_mb}m"
             kwargs["memswap_limit"] = f"{spec.memory_mb}m"
+        if spec.storage_mb and self.client.api.base_url not in _NO_STORAGE_OPT:
+            kwargs["storage_opt"] = {"size": f"{spec.storage_mb}M"}
         if spec.pids_limit or opts.pids_limit:
             kwargs["pids_limit"] = spec.pids_limit or opts.pids_limit
         if opts.no_new_privileges:
@@ -192,7 +200,53 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
             kwargs["user"] = opts.user
         if opts.shm_size:
             kwargs["shm_size"] = opts.shm_size
-        return self.client.containers.create(**kwargs)
+        import docker.errors
+
+        try:
+            return self.client.containers.create(**kwargs)
+        except docker.errors.APIError as e:
+            if "storage_opt" not in kwargs or "storage" not in str(e).lower():
+                raise
+            # overlay2 takes a size only on xfs with project quotas: the budget watchdog alone enforces it
+            _NO_STORAGE_OPT.add(self.client.api.base_url)
+            del kwargs["storage_opt"]
+            return self.client.containers.create(**kwargs)
+
+    # -- budgets (budgets.py): docker's OOM record and the cgroup's kill count, the writable layer's size --
+
+    def _budget_check(self) -> Exceeded | None:
+        container = self.container
+        if container is None:
+            return None
+        info = self.client.api.inspect_container(container.id, size=bool(self.spec.storage_mb))
+        kills = self._oom_kills
+        if info.get("State", {}).get("Running"):
+            kills += self._cgroup_oom_kills()
+        elif info.get("State", {}).get("OOMKilled"):
+            kills = max(kills, 1)
+        return memory_exceeded(self.spec.memory_mb, kills) or disk_exceeded(self.spec.storage_mb,
+                                                                            int(info.get("SizeRw") or 0))
+
+    def _cgroup_oom_kills(self) -> int:
+        try:
+            _, out, _ = self.exec_bytes("cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control "
+                                        "2>/dev/null", timeout=30)
+        except SandboxError:
+            return 0
+        for line in out.decode(errors="replace").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return 0
+
+    def _end_for_budget(self) -> None:
+        container = self.container
+        if container is not None:
+            container.kill()  # PID 1 and every process with it: the agent's next command fails
+
+    def budget_exceeded(self) -> Exceeded | None:
+        """The budget this rollout's container went past (it was ended for it), or None."""
+        return self._watch.check_now() if self._watch is not None else None
 
     def _ca_bundle(self) -> str | None:
         """The host's CA bundle to give a task with network (so its HTTPS through a proxy works), or None."""
@@ -202,6 +256,8 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
     def stop(self) -> None:
         """Remove the container (forcefully: PID 1 ignores polite signals). Idempotent."""
         self._close_sessions()
+        if self._watch is not None:
+            self._watch.stop()
         container, self.container = self.container, None
         if container is not None:
             remove(container.id, self.client)
@@ -243,6 +299,8 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
 
         container = self._require()
         alive = self.count_processes()
+        if self._watch is not None and self._watch.check_now() is None:  # the kill count dies with PID 1
+            self._oom_kills += self._cgroup_oom_kills()
         try:
             container.kill()
             container.wait(timeout=int(self.config.startup_timeout))

@@ -173,6 +173,19 @@ class KubernetesEnvironment(ContainerEnvironment):
 
     # -- commands ----------------------------------------------------------------------------------
 
+    def budget_exceeded(self) -> Any:
+        """The budget the pod was ended for (OOMKilled, evicted for ephemeral storage), or None. The
+        kubelet enforces both; this is asked after a failure, so it reads the pod's status only then."""
+        from mimo_core.environments.kubernetes.pods import budget_ended
+
+        if self.pod is None or self.core is None:
+            return None
+        try:
+            pod = self.core.read_namespaced_pod(self.pod, self.namespace)
+        except Exception:
+            return None
+        return budget_ended(pod, self.spec.memory_mb, self.spec.storage_mb)
+
     def _require(self) -> str:
         if self.pod is None or self.core is None:
             raise SandboxError("KubernetesEnvironment used before start() or after stop()")

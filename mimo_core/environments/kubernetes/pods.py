@@ -112,6 +112,25 @@ def pod_name(labels: dict[str, str], suffix: str) -> str:
     return f"mimo-{part(labels.get(LABEL_INSTANCE, 'task'), 36)}-{part(labels.get(LABEL_RUN_ID, 'run'), 16)}-{suffix}"
 
 
+def budget_ended(pod: Any, memory_mb: int | None, storage_mb: int | None) -> Any:
+    """The budget a pod was ended for, from its status (the kubelet's OOMKilled or eviction), or None."""
+    from mimo_core.environments.budgets import Exceeded
+
+    status = getattr(pod, "status", None)
+    if status is None:
+        return None
+    message = str(getattr(status, "message", "") or "")
+    if getattr(status, "reason", None) == "Evicted" and "ephemeral" in message.lower():
+        return Exceeded("disk", f"the pod was evicted past its disk budget ({storage_mb} MB): {message[:300]}")
+    for cs in getattr(status, "container_statuses", None) or []:
+        for state in (getattr(cs, "state", None), getattr(cs, "last_state", None)):
+            terminated = getattr(state, "terminated", None)
+            if terminated is not None and getattr(terminated, "reason", None) == "OOMKilled":
+                return Exceeded("memory", f"the pod went past its memory budget ({memory_mb} MB) and the kernel "
+                                          "killed its main process (OOMKilled)")
+    return None
+
+
 def quantity_cpu(cpus: float) -> str:
     return f"{round(cpus * 1000)}m"
 
@@ -124,6 +143,8 @@ def pod_manifest(name: str, image: str, spec: SandboxSpec, opts: KubernetesOptio
         resources.setdefault("limits", {})["cpu"] = quantity_cpu(spec.cpus)
     if spec.memory_mb:
         resources.setdefault("limits", {})["memory"] = f"{spec.memory_mb}Mi"
+    if spec.storage_mb:  # the kubelet evicts a pod past it (its writable layer, logs, emptyDirs)
+        resources.setdefault("limits", {})["ephemeral-storage"] = f"{spec.storage_mb}Mi"
     if resources:
         resources["requests"] = dict(resources["limits"])  # requests = limits: the Guaranteed QoS class
     container: dict[str, Any] = {

@@ -104,6 +104,7 @@ class BwrapSandbox:
         self.folders = folders
         self.limits = limits or Limits()
         self.cgroup: SandboxCgroup | None = None
+        self.oom_kills_at_stop = 0
         self.proc: subprocess.Popen | None = None
         self._slirp: Slirp | None = None
         self.child_pid: int | None = None  # the sandbox's first process as the host sees it
@@ -192,7 +193,10 @@ class BwrapSandbox:
         os.mkfifo(fifo_out, 0o600)
         read_fd = os.open(fifo_out, os.O_RDONLY | os.O_NONBLOCK)  # a writer may open it now
         write_fd = os.open(fifo_in, os.O_RDWR)  # never blocks; EOF for the shell once we close it
-        pid = self.ask(f"(cd -- {ansi_c_quote(cwd)} 2>/dev/null; exec bash --noprofile --norc "
+        # The shells (and all they start) are the OOM killer's first choice, PID 1 its last: a sandbox over
+        # its memory budget loses a command, not its control shell (raising the score needs no privilege).
+        pid = self.ask(f"(echo 1000 >/proc/self/oom_score_adj 2>/dev/null; cd -- {ansi_c_quote(cwd)} 2>/dev/null; "
+                       "exec bash --noprofile --norc "
                        f">{shlex.quote(fifo_out)} <{shlex.quote(fifo_in)} 2>/dev/null) & echo $!")
 
         def kill() -> None:
@@ -230,6 +234,10 @@ class BwrapSandbox:
             raise SandboxError(f"processes of the sandbox survived being killed ({left or 'no answer'} left)")
         return int(first)
 
+    def oom_kills(self) -> int:
+        """Processes of this sandbox the kernel killed for its memory budget (0 without a memory cgroup)."""
+        return self.cgroup.oom_kills() if self.cgroup is not None else 0
+
     def kill_all(self) -> None:
         """Kill every process of the sandbox at once (the namespace dies with its PID 1). Any thread."""
         proc = self.proc
@@ -252,6 +260,7 @@ class BwrapSandbox:
             stream.close()
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
+            self.oom_kills_at_stop = cgroup.oom_kills()
             cgroup.remove()
 
 

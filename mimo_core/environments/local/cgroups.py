@@ -173,6 +173,18 @@ class SandboxCgroup:
             return None
         return group
 
+    def oom_kills(self) -> int:
+        """Processes the kernel killed for the memory limit so far (v1 memory.oom_control, v2 memory.events)."""
+        if "memory" not in self.enforced:
+            return 0
+        for folder in self.folders:
+            for name in ("memory.events", "memory.oom_control"):
+                for line in _lines(os.path.join(folder, name)):
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill" and value.strip().isdigit():
+                        return int(value)
+        return 0
+
     def wrap(self, argv: list[str]) -> list[str]:
         """`argv` run by a shell that first moves itself into the cgroup (then execs it: same pid)."""
         joins = "".join(f"echo $$ > {shlex.quote(os.path.join(d, 'cgroup.procs'))} || exit 125; "

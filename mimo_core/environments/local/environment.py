@@ -37,6 +37,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mimo_core.environments import live
 from mimo_core.environments.base import Capabilities, ExecResult, SandboxSpec
+from mimo_core.environments.budgets import (
+    BudgetWatch,
+    Exceeded,
+    disk_exceeded,
+    memory_exceeded,
+    punch_middle,
+    tree_usage,
+)
 from mimo_core.environments.local.bwrap import BwrapSandbox, SandboxFolders, bwrap_args
 from mimo_core.environments.local.cgroups import Limits
 from mimo_core.environments.local.cleanup import LABEL_FILE, REMOVED_FILE, own_label, remove_tree, write_label
@@ -49,7 +57,7 @@ from mimo_core.environments.local.procs import (
     read_capture,
 )
 from mimo_core.environments.local.task_cwd import bwrap_cwd_problem, missing_cwd_note, sandbox_path
-from mimo_core.environments.shell import ShellResult, ShellSession, ShellStream
+from mimo_core.environments.shell import MAX_CAPTURE, ShellResult, ShellSession, ShellStream
 from mimo_core.environments.tool_path import tool_path
 from mimo_core.errors import SandboxError
 from mimo_core.stopping import copy_tree
@@ -119,6 +127,8 @@ class LocalEnvironment(LocalFiles):
         self._sessions: dict[str, ShellSession] = {}
         self._kill_lock = threading.Lock()  # no shell starts while interrupt() is killing the sandbox's processes
         self._view_of: LocalEnvironment | None = None  # set on a read-only view: the rollout it looks at
+        self._watch: BudgetWatch | None = None  # memory and disk budgets (budgets.py)
+        self._oom_kills = 0  # of this rollout's earlier sandboxes (the agent's, once grading has its own)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -151,6 +161,44 @@ class LocalEnvironment(LocalFiles):
         self._env[SANDBOX_VAR] = self.sandbox_id
         if self.sandbox == "bwrap":
             self._start_bwrap()
+        self._watch = BudgetWatch(self.sandbox_id, self._budget_check, self._end_for_budget, tick=self._trim_outputs)
+        self._watch.start()
+
+    # -- budgets (budgets.py): the kernel's OOM kills in the sandbox's cgroup, du of its folders ----------
+
+    def _budget_check(self) -> Exceeded | None:
+        bw = self._bwrap
+        found = memory_exceeded(self.limits.memory_mb, self._oom_kills + (bw.oom_kills() if bw is not None else 0))
+        base = self.base
+        if found is None and self.spec.storage_mb and base is not None:
+            found = disk_exceeded(self.spec.storage_mb, tree_usage(base) or 0)
+        return found
+
+    def _end_for_budget(self) -> None:
+        bw = self._bwrap
+        if bw is not None:
+            bw.kill_all()  # PID 1 and with it the whole sandbox: the agent's next command fails
+        else:
+            kill_marked(SANDBOX_VAR, self.sandbox_id)
+
+    def _trim_outputs(self) -> None:
+        """A command's output file keeps on disk only what is read of it (its head and tail)."""
+        try:
+            entries = [e.path for e in os.scandir(self.scratch_dir) if e.name.startswith(".sh-")]
+        except OSError:
+            return
+        for path in entries:
+            punch_middle(path, MAX_CAPTURE // 2)
+
+    def budget_exceeded(self) -> Exceeded | None:
+        """The budget this rollout's sandbox went past (it was ended for it), or None."""
+        return self._watch.check_now() if self._watch is not None else None
+
+    def _retire_bwrap(self) -> None:
+        bw, self._bwrap = self._bwrap, None
+        if bw is not None:
+            bw.stop()  # its PID namespace, and every process in it, dies with it
+            self._oom_kills += bw.oom_kills_at_stop
 
     def _folders(self) -> SandboxFolders:
         return SandboxFolders(work=self.spec.cwd, scratch=self.scratch_dir, home=self.home, ctl=self._ctl,
@@ -196,9 +244,9 @@ class LocalEnvironment(LocalFiles):
     def stop(self) -> None:
         self._close_sessions()
         sandboxed = self._bwrap is not None
-        if self._bwrap is not None:
-            self._bwrap.stop()  # its PID namespace, and every process in it, dies with it
-            self._bwrap = None
+        if self._watch is not None:
+            self._watch.stop()
+        self._retire_bwrap()
         if self._view_of is not None:  # a read-only view owns only its scratch folder
             remove_tree(self.scratch_dir)
             self.base = None
@@ -222,8 +270,7 @@ class LocalEnvironment(LocalFiles):
         self._close_sessions()
         if self._bwrap is not None:
             alive = self._bwrap.end_processes()
-            self._bwrap.stop()
-            self._bwrap = None
+            self._retire_bwrap()
         else:
             alive = kill_marked(SANDBOX_VAR, self.sandbox_id)
         for old in (self.scratch_dir, self.home):
