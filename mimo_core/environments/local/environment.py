@@ -268,6 +268,8 @@ class LocalEnvironment(LocalFiles):
             raise SandboxError("LocalEnvironment.begin_grading called before start() or after stop()")
         self._check_present()
         self._close_sessions()
+        if self._watch is not None and (over := self._watch.check_now()) is not None:  # before home goes
+            raise SandboxError(f"the sandbox was ended for its {over.kind} budget: {over.detail}")
         if self._bwrap is not None:
             alive = self._bwrap.end_processes()
             self._retire_bwrap()
