@@ -218,7 +218,9 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         container = self.container
         if container is None:
             return None
-        info = self.client.api.inspect_container(container.id, size=bool(self.spec.storage_mb))
+        api = self.client.api  # (the SDK's inspect_container cannot ask for the writable layer's size)
+        info = api._result(api._get(api._url("/containers/{0}/json", container.id),
+                                    params={"size": 1 if self.spec.storage_mb else 0}), True)
         kills = self._oom_kills
         if info.get("State", {}).get("Running"):
             kills += self._cgroup_oom_kills()
