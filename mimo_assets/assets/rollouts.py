@@ -10,11 +10,13 @@ backfill's (or chunk's) partitions as the selection.
 """
 
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from dagster import (
     AssetExecutionContext,
+    AssetKey,
     AssetMaterialization,
     AssetSpec,
     BackfillPolicy,
@@ -144,6 +146,43 @@ def _regrade_jobs(
     return jobs
 
 
+def cell_events(
+    context: Any, keys: Sequence[str], config: RolloutsConfig, output_store: OutputStore,
+    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, batch_runner: BatchRunner,
+    graded_only: bool = False, always_judge: bool = False, dagster_planned: tuple[AssetKey, ...] = (),
+) -> Iterator[list[Event | Kept]]:
+    """Run (or regrade) the rollouts of the given partition keys, one output folder per dataset under the
+    Dagster run's folder, and build each partition's events as they finish: a backfill's chunk (the
+    `rollouts` asset) and a `rerun_cells` run (mimo_assets/rerun.py) alike. `context`: an asset or op
+    context (instance, log, run)."""
+    by_dataset: dict[str, list[tuple[str, str]]] = {}
+    for dataset, instance_id, config_name in map(split_key, keys):
+        by_dataset.setdefault(dataset, []).append((instance_id, config_name))
+    configs = _configs({c for pairs in by_dataset.values() for _, c in pairs}, context, model_endpoint,
+                       sandbox_backend)
+    run_dir = output_store.run_dir(context.run.run_id)
+    inputs = upstream(context.instance)
+    for dataset, pairs in sorted(by_dataset.items()):  # one folder per dataset: ids may repeat across them
+        output = run_dir if len(by_dataset) == 1 else run_dir / dataset
+        path, tasks = _tasks(dataset, {i for i, _ in pairs}, output_store)
+        request = RunRequest(dataset=str(path), selection=Selection(partitions=pairs),
+                             configs=[c.path for c in configs.values()], num_rollouts=config.num_rollouts,
+                             output_dir=output, run_id=context.run.run_id)
+        rows, named = list(tasks.values()), list(configs.values())
+        if graded_only:
+            jobs = _regrade_jobs(context, dataset, request, rows, named)
+        else:
+            jobs = plan_run(request, rows, named).jobs
+        context.log.info(f"{dataset}: {len(jobs)} rollouts over {len(pairs)} partitions, "
+                         f"{config.workers} at a time -> {output}")
+        yield from materializations(
+            context.instance, dataset, run_in_thread(jobs, config.workers, batch_runner.ray_options()),
+            [j.key for j in jobs], output,
+            inputs, run_tags(), graded_only=graded_only, log=context.log,
+            always_judge=always_judge, dagster_planned=dagster_planned,
+        )
+
+
 @multi_asset(
     specs=[
         AssetSpec(ROLLOUTS, deps=[CONVERTED_JSONL, CONFIG_FILES], group_name=ROLLOUTS_GROUP, skippable=True,
@@ -166,35 +205,8 @@ def rollouts(
     context: AssetExecutionContext, config: RolloutsConfig, output_store: OutputStore,
     model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, batch_runner: BatchRunner,
 ) -> Iterator[AssetMaterialization]:
-    by_dataset: dict[str, list[tuple[str, str]]] = {}
-    for dataset, instance_id, config_name in map(split_key, context.partition_keys):
-        by_dataset.setdefault(dataset, []).append((instance_id, config_name))
     graded_only = set(context.selected_asset_keys) == {GRADED_RESULTS}
-    configs = _configs({c for pairs in by_dataset.values() for _, c in pairs}, context, model_endpoint,
-                       sandbox_backend)
-    run_dir = output_store.run_dir(context.run.run_id)
-    inputs = upstream(context.instance)
-
-    def events() -> Iterator[list[Event | Kept]]:
-        for dataset, pairs in sorted(by_dataset.items()):  # one folder per dataset: ids may repeat across them
-            output = run_dir if len(by_dataset) == 1 else run_dir / dataset
-            path, tasks = _tasks(dataset, {i for i, _ in pairs}, output_store)
-            request = RunRequest(dataset=str(path), selection=Selection(partitions=pairs),
-                                 configs=[c.path for c in configs.values()], num_rollouts=config.num_rollouts,
-                                 output_dir=output, run_id=context.run.run_id)
-            rows, named = list(tasks.values()), list(configs.values())
-            if graded_only:
-                jobs = _regrade_jobs(context, dataset, request, rows, named)
-            else:
-                jobs = plan_run(request, rows, named).jobs
-            context.log.info(f"{dataset}: {len(jobs)} rollouts over {len(pairs)} partitions, "
-                             f"{config.workers} at a time -> {output}")
-            yield from materializations(
-                context.instance, dataset, run_in_thread(jobs, config.workers, batch_runner.ray_options()),
-                [j.key for j in jobs], output,
-                inputs, run_tags(), graded_only=graded_only, log=context.log,
-                always_judge=JUDGE_SCORES in context.selected_asset_keys,
-                dagster_planned=tuple(sorted(context.selected_asset_keys, key=str)),
-            )
-
-    yield from emit_all(context, events())
+    yield from emit_all(context, cell_events(
+        context, context.partition_keys, config, output_store, model_endpoint, sandbox_backend, batch_runner,
+        graded_only=graded_only, always_judge=JUDGE_SCORES in context.selected_asset_keys,
+        dagster_planned=tuple(sorted(context.selected_asset_keys, key=str))))
