@@ -135,11 +135,11 @@ def _write_repo(folder: Path) -> Path:
     return repo
 
 
-def task_rows(folder: Path, image: str | None) -> list[dict[str, Any]]:
+def task_rows(folder: Path, image: str | None, backend: str) -> list[dict[str, Any]]:
     repo = _write_repo(folder)
     env = {"PYTHONPATH": f"{VENDOR}:."}
     rows = []
-    for row_id, (_case, kind) in by_row().items():
+    for row_id, (_case, kind) in by_row(backend).items():
         row: dict[str, Any] = {
             "instance_id": row_id, "repo_dir": str(repo), "network": False, "env": env, "gold_patch": GOLD,
             "problem_statement": f"Reward case {row_id}. Make `calc.add` add: tests/test_hidden.py must pass.",
@@ -244,12 +244,15 @@ def run_reward_backend(backend: str) -> RewardOutcome:
     try:
         if image is not None:
             image = pytest_image(proc_env["DOCKER_HOST"], image)
-        rows = task_rows(folder, image)
-        calls = {rid: case.calls for rid, (case, _kind) in by_row().items()}
+        rows = task_rows(folder, image, backend)
+        calls = {rid: case.calls for rid, (case, _kind) in by_row(backend).items()}
         if backend == "local-bwrap":
             extra_rows, extra_calls = demo_rows(folder)
             rows += extra_rows
             calls |= extra_calls
+        only = os.environ.get("MIMO_REWARD_ONLY")  # (debugging: a regex of the row ids to run)
+        if only:
+            rows = [r for r in rows if re.search(only, r["instance_id"])]
         data, out = folder / "tasks.jsonl", folder / "out"
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
         cfg_path = _config(folder, backend, env_block)
@@ -286,5 +289,8 @@ def run_reward_backend(backend: str) -> RewardOutcome:
     finally:
         if stopper is not None:
             stopper.__exit__(None, None, None)
-        shutil.rmtree(folder, ignore_errors=True)
+        if os.environ.get("MIMO_REWARD_KEEP"):  # (debugging: the run's folder stays, named on stderr)
+            print(f"[reward-tamper] kept {folder}", file=sys.stderr)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
 

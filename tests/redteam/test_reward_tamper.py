@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.redteam.reward_attacks import CASES, FIX_SHOWN, MARKER, TAMPER_KINDS, Case
+from tests.redteam.reward_attacks import CASES, FIX_SHOWN, MARKER, TAMPER_KINDS, Case, kinds_on
 from tests.redteam.reward_world import DEMO, DEMO_PREFIX, RewardOutcome, run_reward_backend
 
 BACKENDS = ("local-bwrap", "docker")
@@ -31,12 +31,14 @@ def reward_run(request: pytest.FixtureRequest) -> Iterator[RewardOutcome]:
     yield _outcomes[backend]
 
 
-ROWS = [pytest.param(b, c, k, id=f"{b}-{c.name}-{k}") for b in BACKENDS for c in CASES for k in c.kinds]
+ROWS = [pytest.param(b, c, k, id=f"{b}-{c.name}-{k}") for b in BACKENDS for c in CASES for k in kinds_on(c, b)]
 
 
 def _why(rec: dict, extra: dict) -> str:
+    grading = {k: v for k, v in extra.items() if k != "verifier_output_tail"}
     return (f"status={rec.get('exit_status')} reward={rec.get('reward')} error={rec.get('error')!r} "
-            f"containment={rec.get('containment')} tail={str(extra.get('verifier_output_tail', ''))[-600:]!r}")
+            f"containment={rec.get('containment')} grading={grading} "
+            f"tail={str(extra.get('verifier_output_tail', ''))[-600:]!r}")
 
 
 @pytest.mark.parametrize(("backend", "case", "kind"), ROWS)
