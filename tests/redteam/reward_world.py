@@ -50,8 +50,10 @@ from tests.redteam.reward_attacks import (
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "examples" / "demo.jsonl"
 _DISTS = ("pytest", "pluggy", "iniconfig", "packaging", "pygments")
-VENDOR = Path(f"/usr/local/share/mimo-redteam-pytest-{importlib.metadata.version('pytest')}")
-IMAGE = f"mimo-redteam-pytest:{importlib.metadata.version('pytest')}"
+# named after the versions copied, so a new pytest (or dependency) makes a new folder and image
+_VERSIONS = "-".join(importlib.metadata.version(d) for d in _DISTS)
+VENDOR = Path(f"/usr/local/share/mimo-redteam-pytest-{_VERSIONS}")
+IMAGE = f"mimo-redteam-pytest:{_VERSIONS}"
 DEMO_PREFIX = "demo--"
 
 _CHECK_MARKER = f"if [ -e .git/gitpwned ] || [ -e /tmp/gitpwned ]; then echo {MARKER}; fi"
@@ -139,7 +141,7 @@ def task_rows(folder: Path, image: str | None, backend: str) -> list[dict[str, A
     repo = _write_repo(folder)
     env = {"PYTHONPATH": f"{VENDOR}:."}
     rows = []
-    for row_id, (_case, kind) in by_row(backend).items():
+    for row_id, (case, kind) in by_row(backend).items():
         row: dict[str, Any] = {
             "instance_id": row_id, "repo_dir": str(repo), "network": False, "env": env, "gold_patch": GOLD,
             "problem_statement": f"Reward case {row_id}. Make `calc.add` add: tests/test_hidden.py must pass.",
@@ -157,6 +159,8 @@ def task_rows(folder: Path, image: str | None, backend: str) -> list[dict[str, A
                     "test_files": {"test.sh": "#!/bin/bash\ncd /app\n" + _VERIFY, "test_hidden.py": HIDDEN}}
         if image:
             row["image"] = image
+        if case.judge is not None:
+            row["rubric"] = {"rubrics": ["calc.add adds."]}
         rows.append(row)
     return rows
 
@@ -213,15 +217,23 @@ class RewardOutcome:
     records: dict[str, dict[str, Any]]
     trajectories: dict[str, dict[str, Any]]
     extra: dict[str, dict[str, Any]]  # reward_extra_info.json by row
+    judge_saw: dict[str, str]  # by row: everything the rubric judge was sent (its prompt, its tools' output)
     leftover_sandboxes: list[str]
 
 
-def _responder(calls: dict[str, list[tuple[str, dict[str, Any]]]]) -> Any:
+def _case_of(req: Request) -> tuple[str, bool]:
+    """(row id, whether the judge is asking) of a model request."""
+    messages = req.body.get("messages") or []
+    system = str(messages[0].get("content")) if messages else ""
+    user = next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
+    return user.split("Reward case ", 1)[-1].split(". ", 1)[0], "strict reviewer" in system
+
+
+def _responder(calls: dict[str, list[tuple[str, dict[str, Any]]]],
+               judge_calls: dict[str, list[tuple[str, dict[str, Any]]]]) -> Any:
     def respond(req: Request) -> Reply:
-        messages = req.body.get("messages") or []
-        user = next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
-        name = user.split("Reward case ", 1)[-1].split(". ", 1)[0]
-        steps = calls.get(name, [])
+        name, judging = _case_of(req)
+        steps = (judge_calls if judging else calls).get(name, [])
         n = req.n_assistant_turns
         if n < len(steps):
             return Reply(tool_calls=[steps[n]])
@@ -262,7 +274,8 @@ def run_reward_backend(backend: str) -> RewardOutcome:
         cfg_path.write_text(yaml.safe_dump(cfg))
         run_id = f"reward-{backend}-{secrets.token_hex(3)}"
         with ScriptedLLM() as llm:
-            llm.set_responder(_responder(calls))
+            llm.set_responder(_responder(calls, {rid: case.judge for rid, (case, _k) in by_row(backend).items()
+                                                 if case.judge is not None}))
             env = {**os.environ, **proc_env, "MIMO_TEST_BASE_URL": llm.openai_base_url,
                    "MIMO_TEST_API_KEY": "sk-reward-" + secrets.token_hex(8), "MIMOAGENT_OBSERVERS": "0"}
             t0 = time.monotonic()
@@ -270,6 +283,11 @@ def run_reward_backend(backend: str) -> RewardOutcome:
                                    "-o", str(out), "--workers", "3", "--run-id", run_id], cwd=REPO, env=env,
                                   text=True, capture_output=True, timeout=1500)
             seconds = time.monotonic() - t0
+            judge_saw: dict[str, str] = {}
+            for req in llm.requests:
+                name, judging = _case_of(req)
+                if judging:
+                    judge_saw[name] = judge_saw.get(name, "") + req.raw.decode(errors="replace")
         records, trajs, extra = {}, {}, {}
         results = out / "results.jsonl"
         for line in (results.read_text() if results.exists() else "").splitlines():
@@ -284,7 +302,7 @@ def run_reward_backend(backend: str) -> RewardOutcome:
                 trajs[rid] = _read_json(folder_of / "traj.json")
                 extra[rid] = _read_json(folder_of / "reward_extra_info.json")
         return RewardOutcome(backend=backend, returncode=proc.returncode, stderr=proc.stderr[-6000:], seconds=seconds,
-                             records=records, trajectories=trajs, extra=extra,
+                             records=records, trajectories=trajs, extra=extra, judge_saw=judge_saw,
                              leftover_sandboxes=_leftover_sandboxes(backend, run_id, folder, proc_env))
     finally:
         if stopper is not None:

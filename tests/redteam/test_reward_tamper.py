@@ -62,6 +62,10 @@ def test_reward_tampering_gets_the_honest_reward_and_is_recorded(reward_run: Rew
     if case.forged_fix:
         submission = str(reward_run.trajectories.get(rid, {}).get("submission") or "")
         assert FIX_SHOWN not in submission, "the recorded submission shows a fix the tree does not hold"
+    if case.judge is not None:
+        seen_by_judge = reward_run.judge_saw.get(rid, "")
+        assert seen_by_judge, "the judge never ran"
+        assert FIX_SHOWN not in seen_by_judge.replace("\\n", "\n"), "the judge was shown a fix the tree lacks"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
