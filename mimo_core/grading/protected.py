@@ -25,9 +25,9 @@ TEST_FILES = ("test_*.py", "*_test.py", "tests.py", "*_test.go", "*_spec.rb", "*
               "*.test.js", "*.test.jsx", "*.test.ts", "*.test.tsx", "*.test.mjs", "*.test.cjs",
               "*.spec.js", "*.spec.jsx", "*.spec.ts", "*.spec.tsx", "*.spec.mjs", "*.spec.cjs")
 # Whole files that configure a test runner or the code's transformation on its way to the runner.
-RUNNER_FILES = ("pytest.ini", "pytest.toml", ".pytest.toml", ".mocharc.*", "jest.config.*", "vitest.config.*",
-                "vitest.workspace.*", "babel.config.*", ".babelrc", ".babelrc.*", "karma.conf.*", ".rspec",
-                "phpunit.xml", "phpunit.xml.dist", ".gitattributes")
+RUNNER_FILES = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", ".mocharc.*", "jest.config.*",
+                "vitest.config.*", "vitest.workspace.*", "babel.config.*", ".babelrc", ".babelrc.*", "karma.conf.*",
+                ".rspec", "phpunit.xml", "phpunit.xml.dist", ".gitattributes")
 # Files with a runner's sections among other things: only those sections are compared.
 SECTIONED_FILES = frozenset({"tox.ini", "setup.cfg", "pyproject.toml", "package.json"})
 # Code that runs at interpreter start or plugin discovery.

@@ -142,8 +142,9 @@ def read_reward(env: Environment, verifier_dir: str, output: str = "", *, names:
     the folder and the files must be what the verifier makes (a link, a FIFO or a folder where the reward
     should be is a grading error); only the files `names` lists are read (default both), each at most
     `MAX_REWARD_BYTES`; a reward file present that `names` does not list, two that disagree, or one over
-    the cap void the verdict. A verifier that timed out or was killed (`exit_code` > 128 or negative) is a
-    grading error whatever it wrote."""
+    the cap void the verdict. A verifier that timed out is a grading error whatever it wrote; one that was
+    killed (`exit_code` > 128 or negative) is one too, unless a reward file already exists: then the kill
+    came after a write the verifier never got to confirm (code under test forging, then killing it), void."""
     lingering = quiesce(env)
     names = tuple(n for n in REWARD_FILES if n in (names or REWARD_FILES)) or REWARD_FILES
     extra: dict[str, Any] = {"verifier_output_tail": tail(output)} if output else {}
@@ -156,9 +157,14 @@ def read_reward(env: Environment, verifier_dir: str, output: str = "", *, names:
     if lingering:
         return forged(extra, f"{lingering} process(es) outlived the verifier: the reward could have been "
                              "rewritten after the verifier wrote it")
-    if (killed := _abnormal_exit(exit_code)) is not None:
-        return Grade(details=extra, infra_error=f"{killed}: no reward is read")
     kinds = _kinds(env, verifier_dir)
+    if (killed := _abnormal_exit(exit_code)) is not None:
+        written = [n for n in REWARD_FILES if kinds.get(n, ("missing", -1))[0] != "missing"
+                   and kinds.get(n, ("missing", -1))[1] != 0]  # (a redirection the shell opened is empty)
+        if written:  # a verifier writes its reward last: one killed after a reward file exists was cut short
+            return forged(extra, f"{killed} with {' and '.join(written)} already written: the reward is not the "
+                                 "verifier's last word")
+        return Grade(details=extra, infra_error=f"{killed}: no reward is read")
     kind = kinds.get("dir", ("missing", -1))[0]
     if kind not in ("dir", "missing"):
         return Grade(details=extra, infra_error=f"the verifier's folder {verifier_dir} is a {kind}, "

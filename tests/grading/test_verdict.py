@@ -115,6 +115,13 @@ def test_a_verifier_killed_after_a_forged_reward_is_never_a_pass(tmp_path: Path,
     """The code under test writes reward 1 and kills the verifier's shell before it writes its own."""
     forge = WRONG + 'echo 1 > "$LOGS_DIR/verifier/reward.txt"; kill -9 $PPID\n'
     grade = graded(generic_task(tmp_path), factory, forge)
+    assert (grade.passed, grade.reward, grade.infra_error) == (False, 0.0, None), grade
+    assert any("killed by signal 9" in d for d in forged_findings(grade)), grade.findings
+
+
+def test_a_verifier_killed_before_any_reward_is_a_grading_error(tmp_path: Path, factory: Factory) -> None:
+    """Killed with nothing written: whose fault it is, the rollout's reference check decides."""
+    grade = graded(generic_task(tmp_path), factory, WRONG + "kill -9 $PPID\n")
     assert not grade.passed and grade.reward is None
     assert grade.infra_error and "killed by signal 9" in grade.infra_error, grade
 
@@ -165,8 +172,12 @@ def test_only_the_named_file_is_read(env: Environment) -> None:
 
 
 @pytest.mark.parametrize("code", [137, -9, 143])
-def test_a_verifier_killed_by_a_signal_is_an_infra_error(env: Environment, code: int) -> None:
+def test_a_verifier_killed_by_a_signal_is_never_a_pass(env: Environment, code: int) -> None:
+    """With a reward already written the kill cut it short (void, 0); with none, a grading error."""
     grade = read_reward(env, put(env, {"reward.txt": "1"}), exit_code=code)
+    assert (grade.reward, grade.passed) == (0.0, False) and forged_findings(grade), grade
+    env.execute(f"rm -rf {env.scratch_dir}/verifier")
+    grade = read_reward(env, put(env, {}), exit_code=code)
     assert grade.infra_error and "killed by signal" in grade.infra_error and not grade.passed
 
 
