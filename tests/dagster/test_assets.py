@@ -204,7 +204,8 @@ def test_two_nights_give_a_trend_with_two_points_and_the_first_nights_table_stay
     meta = trend.asset_materialization.metadata
     assert meta["nights"].value == 2 and meta["rows"].value == 4  # two points per config
     name = dataset_name(str(data))  # one number per dataset, kind of run and config
-    assert meta[f"pass_rate_of_graded/{name}/rollout/good"].value == 1.0 and meta[f"pass_rate_of_graded/{name}/rollout/bad"].value == 0.0
+    assert meta[f"pass_rate_of_graded/{name}/rollout/good"].value == 1.0
+    assert meta[f"pass_rate_of_graded/{name}/rollout/bad"].value == 0.0
     assert meta["plot"].value.startswith("![pass_rate_trend](data:image/png;base64,")
     [table] = instance.fetch_materializations(AssetKey("results_table"), limit=1).records
     assert table.asset_materialization.metadata["night"].value == "2026-01-02"

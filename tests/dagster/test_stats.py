@@ -174,8 +174,9 @@ def _rates_table(ns: range, passed_all: bool) -> pl.DataFrame:
     for n in ns:
         passed = n if passed_all else 0
         lo, hi = stats.wilson_interval(passed, n)
-        rows.append({"dataset": "d", "run_kind": "rollout", "config_name": f"c{n:05d}", "attempted": n, "errors": 0, "graded": n, "instances": n,
-                     "passed": passed, "pass_rate_of_graded": passed / n, "ci_low": lo, "ci_high": hi, "night": f"n{n:05d}"})
+        rows.append({"dataset": "d", "run_kind": "rollout", "config_name": f"c{n:05d}", "attempted": n, "errors": 0,
+                     "graded": n, "instances": n, "passed": passed, "pass_rate_of_graded": passed / n, "ci_low": lo,
+                     "ci_high": hi, "night": f"n{n:05d}"})
     return pl.DataFrame(rows)
 
 
@@ -186,7 +187,8 @@ def test_the_plots_draw_for_every_n_when_everything_passes_or_fails(first: int, 
     from mimo_assets.analysis.plots import error_bars, trend_png
 
     table = _rates_table(range(first, first + BLOCK), passed_all)
-    below, above = error_bars(table["pass_rate_of_graded"].to_list(), table["ci_low"].to_list(), table["ci_high"].to_list())
+    below, above = error_bars(table["pass_rate_of_graded"].to_list(), table["ci_low"].to_list(),
+                              table["ci_high"].to_list())
     assert min(below) >= 0 and min(above) >= 0
     assert pass_rate_png(table.drop("night")).startswith(b"\x89PNG")
     assert trend_png(table.with_columns(config_name=pl.lit("c"))).startswith(b"\x89PNG")
