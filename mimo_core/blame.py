@@ -28,8 +28,8 @@ class BudgetExceeded(WorkdirDestroyed):
     """The sandbox went past one of its budgets (memory, disk: environment/budgets.py) and was ended for
     it: the agent's doing, graded 0 with the reason recorded, not retried."""
 
-    def __init__(self, kind: str, detail: str) -> None:
-        super().__init__(f"{kind} budget exceeded: {detail}")
+    def __init__(self, kind: str, detail: str = "") -> None:
+        super().__init__(f"{kind} budget exceeded" + (f": {detail}" if detail else ""))
         self.kind, self.detail = kind, detail
 
     def grade(self) -> Grade:

@@ -41,6 +41,7 @@ def test_the_table_covers_this_runs_selection_and_counts_the_rest(workdir: Path,
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--slice", "0:1"], scripted_llm)
     assert proc.returncode == 0, proc.stderr
     [row] = [ln for ln in proc.stdout.splitlines() if ln.startswith("cfg ")]
-    assert row.split()[1:4] == ["1", "1", "1"], row  # instances, rollouts, passed: this run's selection
+    # instances, attempted, errors, graded, passed: this run's selection
+    assert row.split()[1:6] == ["1", "1", "0", "1", "1"], row
     assert "the table covers the 1 rollout(s) this run selected" in proc.stdout
     assert "holds 2 more from other selections" in proc.stdout
