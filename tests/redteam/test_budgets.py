@@ -5,7 +5,7 @@ made kills the runner (and the test) instead of the machine.
 Each hostile row makes its data (60 MB of short lines, one 50 MB line, a sparse 10 GB file, /dev/zero
 and /dev/urandom, floods of command output on stdout and stderr, a verifier that writes a 300 MB log),
 reads it with the read tool, then solves the task: it must be recorded with reward 1, and the model must
-have been told what was cut. Every honest row beside it must score 1. The runner's peak RSS (wait4) must
+have been told what was cut. Every honest row beside it must score 1. The runner's peak RSS (its VmHWM) must
 stay under 300 MB. local+bwrap (the shipped training setting); the scripted model plays every row.
 """
 
@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import yaml
 
 from testkit.scripted_llm import Reply, Request, ScriptedLLM
 from tests.host_needs import need_bwrap, unavailable
+from tests.redteam.runner_rss import wait_with_peak_rss
 
 REPO = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
@@ -172,13 +172,7 @@ def budget_run() -> Any:
                      "--workers", "4", "--run-id", f"budgets-{secrets.token_hex(3)}"],
                     cwd=REPO, env=env, stdout=so, stderr=se,
                     preexec_fn=lambda: Path(procs).write_text(str(os.getpid())))
-            timer = threading.Timer(1500, proc.kill)
-            timer.start()
-            try:  # wait4: the runner's own peak RSS (the largest process of the tree it waited for)
-                _, status, usage = os.wait4(proc.pid, 0)
-            finally:
-                timer.cancel()
-            returncode = os.waitstatus_to_exitcode(status)
+            returncode, peak_rss = wait_with_peak_rss(proc, timeout=1500)
             seconds = time.monotonic() - started
             requests = list(llm.requests)
         stderr = (folder / "stderr").read_bytes()
@@ -192,7 +186,7 @@ def budget_run() -> Any:
             text = "\n".join(str(m.get("content")) for m in r.body.get("messages") or [] if m.get("role") == "tool")
             shown[_case(r)] = shown.get(_case(r), "") + text
         yield {"returncode": returncode, "stderr": stderr.decode(errors="replace")[-4000:],
-               "records": records, "shown": shown, "peak_rss": usage.ru_maxrss * 1024, "seconds": seconds, "out": out,
+               "records": records, "shown": shown, "peak_rss": peak_rss, "seconds": seconds, "out": out,
                "v2": v2}
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -30,6 +30,7 @@ import yaml
 
 from testkit.scripted_llm import Reply, Request, ScriptedLLM
 from tests.host_needs import need_bwrap, unavailable
+from tests.redteam.runner_rss import wait_with_peak_rss
 
 REPO = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
@@ -148,12 +149,7 @@ def run() -> Any:
 
             watcher = threading.Thread(target=watch_disk, daemon=True)
             watcher.start()
-            timer = threading.Timer(900, proc.kill)
-            timer.start()
-            try:
-                _, status, usage = os.wait4(proc.pid, 0)
-            finally:
-                timer.cancel()
+            returncode, peak_rss = wait_with_peak_rss(proc, timeout=900)
             watcher.join()
             seconds = time.monotonic() - started
         results = out / "results.jsonl"
@@ -161,9 +157,9 @@ def run() -> Any:
         for line in (results.read_text().splitlines() if results.exists() else []):
             rec = json.loads(line)
             records[rec["instance_id"]] = rec
-        yield {"returncode": os.waitstatus_to_exitcode(status), "records": records, "out": out,
+        yield {"returncode": returncode, "records": records, "out": out,
                "stderr": (folder / "stderr").read_bytes().decode(errors="replace")[-4000:],
-               "peak_rss": usage.ru_maxrss * 1024, "seconds": seconds, "disk_used": free_before - least_free[0]}
+               "peak_rss": peak_rss, "seconds": seconds, "disk_used": free_before - least_free[0]}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         _remove_cgroup(cgroup)
