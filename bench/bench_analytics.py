@@ -33,8 +33,8 @@ def build(work: Path, n: int) -> tuple[Path, float]:
     from mimo_assets.cli_recording.execute import execute_feed
     from mimo_assets.cli_recording.feed import Feed, RecordingHeader
     from mimo_assets.instance.home import get_instance
-    from mimo_core.plan import RunRequest
-    from mimo_core.results import ResultsStore
+    from mimo_core.records.results import ResultsStore
+    from mimo_core.run.plan import RunRequest
     from testkit.output_folders import write_output_folder
     from testkit.tasks import write_named_config
 

@@ -82,8 +82,8 @@ def proxy_overhead(calls: int) -> tuple[float, float, float, float]:
     import json
     from urllib.parse import urlsplit
 
-    from mimo_core.agent_msgs import StepWriter
     from mimo_core.agents.blackbox.proxy import RecordingProxy
+    from mimo_core.records.model_calls import StepWriter
     from testkit.scripted_llm import Reply, ScriptedLLM, turns
 
     body = {"model": "m", "max_tokens": 100, "stream": True,

@@ -239,7 +239,7 @@ def _kills(root: Path, server: ScriptedLLM, kills: int, tasks: int, workers: int
 def _agent_msgs(out: Path) -> tuple[int, list[str]]:
     """Every rollout folder's calls, kept attempts included, read back (a killed writer's torn last line
     is skipped by design); the folders whose calls do not read back, with why."""
-    from mimo_core.agent_msgs import AgentMsgsError, iter_steps
+    from mimo_core.records.model_calls import AgentMsgsError, iter_steps
 
     ok, bad = 0, []
     for msgs in sorted(out.rglob("agent_msgs")):

@@ -35,7 +35,7 @@ SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="
 
 
 def _jobs(folder: Path, n: int, k: int = 1) -> list[Any]:
-    from mimo_core.plan import RunRequest, plan_run
+    from mimo_core.run.plan import RunRequest, plan_run
 
     data, cfg = write_tasks(folder, n=n), write_config(folder, "cfg")
     return plan_run(RunRequest(dataset=str(data), configs=[str(cfg)], num_rollouts=k,
@@ -43,7 +43,7 @@ def _jobs(folder: Path, n: int, k: int = 1) -> list[Any]:
 
 
 def _timed(jobs: list[Any], workers: int, ray: Any) -> tuple[float, list[Any]]:
-    from mimo_core.batch import run_jobs
+    from mimo_core.run.batch import run_jobs
 
     t0 = time.perf_counter()
     records = run_jobs(jobs, workers, ray=ray)
@@ -114,7 +114,7 @@ def main() -> None:
     p.add_argument("--memory-plan", type=int, default=10_000)
     p.add_argument("--memory-seconds", type=float, default=60)
     args = p.parse_args()
-    from mimo_core.ray_runner.options import RayOptions
+    from mimo_core.run.ray.options import RayOptions
 
     root = Path(tempfile.mkdtemp(prefix="mimo-bench-ray-"))
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at start", flush=True)

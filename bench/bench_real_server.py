@@ -35,12 +35,12 @@ def main() -> None:
     p.add_argument("--rollouts", type=int, default=3)
     args = p.parse_args()
 
-    from mimo_core.agent_msgs import iter_steps
-    from mimo_core.batch import run_jobs
-    from mimo_core.config import load_config
+    from mimo_core.config import read_config
     from mimo_core.datasets.loader import load_tasks
-    from mimo_core.plan import RunRequest, plan_run
-    from mimo_core.trajectory import read_trajectory
+    from mimo_core.records.model_calls import iter_steps
+    from mimo_core.records.trajectory import read_trajectory
+    from mimo_core.run.batch import run_jobs
+    from mimo_core.run.plan import RunRequest, plan_run
     from testkit import llama_server
     from testkit.tasks import write_tasks
     from tests.real_server.conftest import TEMPLATE, llama_config
@@ -57,7 +57,7 @@ def main() -> None:
             data = write_tasks(work)
             cfg = llama_config(work, "bench", server)
             request = RunRequest(dataset=str(data), configs=[str(cfg)], output_dir=work / "out", run_id=f"b{i}")
-            jobs = plan_run(request, load_tasks(str(data)), [load_config(cfg)]).jobs
+            jobs = plan_run(request, load_tasks(str(data)), [read_config(cfg)]).jobs
             cpu0, t0 = _cpu(), time.monotonic()
             [record] = run_jobs(jobs)
             cpu, wall = _cpu() - cpu0, time.monotonic() - t0

@@ -19,8 +19,8 @@ from pathlib import Path
 from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, DagsterInstance
 
 from mimo_assets.asset_keys import GRADED_RESULTS
-from mimo_core.results import ResultRecord, ResultsStore
-from mimo_core.rollout import GT
+from mimo_core.records.results import ResultRecord, ResultsStore
+from mimo_core.run.rollout import GT
 
 # The kinds of run a record comes from; tables never pool two of them.
 RUN_KINDS = {

@@ -8,8 +8,8 @@ from dagster import AssetCheckExecutionContext, AssetCheckResult, MetadataValue,
 from mimo_assets.asset_keys import GRADED_RESULTS
 from mimo_assets.assets.results import results_table
 from mimo_assets.partitions import partition_key
-from mimo_core.results import ResultsStore
-from mimo_core.trajectory import read_trajectory
+from mimo_core.records.results import ResultsStore
+from mimo_core.records.trajectory import read_trajectory
 
 MAX_LISTED = 20
 

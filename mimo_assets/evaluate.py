@@ -17,7 +17,7 @@ from mimo_assets.analysis.designs import design_tags
 from mimo_assets.eventlog.stream import materializations, run_in_thread
 from mimo_assets.inputs import config_events, dataset_events, registered_configs, upstream
 from mimo_assets.partitions import dataset_name, register_planned
-from mimo_core.plan import RunRequest, request_fields, request_from_fields
+from mimo_core.run.plan import RunRequest, request_fields, request_from_fields
 from mimo_core.settings import CodeLocationSettings
 from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
@@ -79,7 +79,7 @@ class _EvaluateConfigBase(Config):
 EvaluateConfig = create_model(
     "EvaluateConfig", __base__=_EvaluateConfigBase,
     __doc__="A dataset × config set, like a `mimoagent` command line (launchpad, schedules): RunRequest's "
-            "fields (mimo_core.plan.request_fields) less those the run fills in, plus how it runs.",
+            "fields (mimo_core.run.plan.request_fields) less those the run fills in, plus how it runs.",
     **{name: _field(name, info) for name, info in request_fields().items() if name not in FILLED_BY_THE_RUN},
     **_RUN_ONLY,
 )
@@ -94,7 +94,7 @@ def execute(
     core's pool. `cfg` is an EvaluateConfig; `design_dir`, the folder an A/B design is recorded under
     (evaluate_fanout's chunks: the run's, not the chunk's)."""
     from mimo_core.datasets.loader import load_tasks
-    from mimo_core.plan import plan_run
+    from mimo_core.run.plan import plan_run
 
     request = cfg.to_request(
         dataset=cfg.dataset or CodeLocationSettings.read().dataset,

@@ -18,8 +18,8 @@ from dagster import AssetKey, AssetMaterialization, DagsterInstance, MetadataVal
 from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL, DATASET_ROWS
 from mimo_assets.eventlog.events import _DATA_VERSION, Upstream
 from mimo_assets.partitions import dataset_name
+from mimo_core.base.atomic_files import atomic_write_text
 from mimo_core.datasets.base import Task
-from mimo_core.results import atomic_write_text
 
 
 def latest(instance: DagsterInstance, key: AssetKey) -> tuple[int | None, str | None, dict[str, Any]]:
@@ -120,7 +120,7 @@ def config_events(
     changed = False
     for raw in config_paths:
         path = str(Path(raw).resolve())
-        name = Path(path).stem  # the config's name everywhere (mimo_core.config.load_config)
+        name = Path(path).stem  # the config's name everywhere (mimo_core.config.read_config)
         digest = _file_hash(path)
         if known.get(name) != path or hashes.get(name) != digest:
             known[name], hashes[name] = path, digest

@@ -21,21 +21,21 @@ _EXPORTS = {
     "load_tasks": "mimo_core.datasets.loader",
     # run: one rollout, or a planned batch with resume and A/B assignment on a worker pool
     "run_rollout": "mimo_core.api",
-    "RunRequest": "mimo_core.plan",
-    "plan_run": "mimo_core.plan",
-    "run_jobs": "mimo_core.batch",
+    "RunRequest": "mimo_core.run.plan",
+    "plan_run": "mimo_core.run.plan",
+    "run_jobs": "mimo_core.run.batch",
     # read what a rollout wrote
-    "ResultsStore": "mimo_core.results",
-    "read_trajectory": "mimo_core.trajectory",
-    "iter_steps": "mimo_core.agent_msgs",
+    "ResultsStore": "mimo_core.records.results",
+    "read_trajectory": "mimo_core.records.trajectory",
+    "iter_steps": "mimo_core.records.model_calls",
     # the types these take and return
     "NamedConfig": "mimo_core.config",
     "Task": "mimo_core.datasets.base",
-    "ResultRecord": "mimo_core.results",
-    "Trajectory": "mimo_core.trajectory",
+    "ResultRecord": "mimo_core.records.results",
+    "Trajectory": "mimo_core.records.trajectory",
     "ExitStatus": "mimo_core.status",
 }
-_ALIASES = {"load_config": "load_checked_config"}  # the public name -> its name in the module
+_ALIASES: dict[str, str] = {}  # a public name -> its name in the module, where the two differ
 
 __all__ = [  # the names of _EXPORTS (tests/package/test_public_api.py keeps them equal)
     "ExitStatus", "NamedConfig", "ResultRecord", "ResultsStore", "RunRequest", "Task", "Trajectory", "__version__",
@@ -44,17 +44,17 @@ __all__ = [  # the names of _EXPORTS (tests/package/test_public_api.py keeps the
 ]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time `__getattr__` loads them on first use
-    from mimo_core.agent_msgs import iter_steps
     from mimo_core.api import make_config, make_task, run_rollout
-    from mimo_core.batch import run_jobs
     from mimo_core.config import NamedConfig
-    from mimo_core.config_checks import load_checked_config as load_config
+    from mimo_core.config_checks import load_config
     from mimo_core.datasets.base import Task
     from mimo_core.datasets.loader import load_tasks
-    from mimo_core.plan import RunRequest, plan_run
-    from mimo_core.results import ResultRecord, ResultsStore
+    from mimo_core.records.model_calls import iter_steps
+    from mimo_core.records.results import ResultRecord, ResultsStore
+    from mimo_core.records.trajectory import Trajectory, read_trajectory
+    from mimo_core.run.batch import run_jobs
+    from mimo_core.run.plan import RunRequest, plan_run
     from mimo_core.status import ExitStatus
-    from mimo_core.trajectory import Trajectory, read_trajectory
 
 
 def __getattr__(name: str) -> Any:

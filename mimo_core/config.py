@@ -18,13 +18,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from mimo_core.agents.blackbox import CLI_AGENTS
-from mimo_core.bounded import MAX_CONFIG_BYTES, TooBig, load_json, load_yaml, read_capped
+from mimo_core.base.bounded import MAX_CONFIG_BYTES, TooBig, load_json, load_yaml, read_capped
+from mimo_core.base.redaction import is_secret_name, register, secrets_in, strip_userinfo
+from mimo_core.base.strict_model import NumbersAreNumbers, dotted, problem_text
+from mimo_core.base.values import MAX_SECONDS, TaskCwd, http_url_problem
 from mimo_core.environments.names import BACKEND_NAMES
 from mimo_core.errors import ConfigError
 from mimo_core.limits import LimitsConfig
-from mimo_core.redaction import is_secret_name, register, secrets_in, strip_userinfo
-from mimo_core.strict_model import NumbersAreNumbers, dotted, problem_text
-from mimo_core.values import MAX_SECONDS, TaskCwd, http_url_problem
 
 MAX_COUNT = 10_000_000
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
@@ -191,7 +191,7 @@ class NamedConfig(BaseModel):
     config: MimoConfig
 
     def redacted(self) -> dict[str, Any]:
-        return redact(self.config.model_dump(mode="json"))
+        return mask_secret_keys(self.config.model_dump(mode="json"))
 
 
 def expand_vars(value: Any, source: str) -> Any:
@@ -260,16 +260,16 @@ def validate_config(data: Any, source: str) -> MimoConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: top level must be a mapping with agent/environment/model blocks")
     expanded = expand_vars(data, source)
-    register(secrets_in(expanded))  # from now on, no writer lets them through (mimo_core/redaction.py)
+    register(secrets_in(expanded))  # from now on, no writer lets them through (mimo_core/base/redaction.py)
     try:
         return MimoConfig.model_validate(expanded)
     except ValidationError as e:
         raise ConfigError(_format_validation(source, e)) from None
 
 
-def load_config(path: str | Path, overrides: list[dict[str, Any]] | None = None) -> NamedConfig:
+def read_config(path: str | Path, overrides: list[dict[str, Any]] | None = None) -> NamedConfig:
     """The file as a validated config. Checks that need the agents, tools and backends (a template that
-    does not compile, an unknown tool or backend option) are `config_checks.load_checked_configs`'s:
+    does not compile, an unknown tool or backend option) are `config_checks.load_configs`'s:
     every entry point (CLI, plan, Dagster) loads through that."""
     path = Path(path)
     try:
@@ -295,8 +295,8 @@ def load_config(path: str | Path, overrides: list[dict[str, Any]] | None = None)
     return NamedConfig(name=path.stem, path=str(path), config=validate_config(raw, str(path)))
 
 
-def load_configs(paths: list[str], overrides: list[dict[str, Any]] | None = None) -> list[NamedConfig]:
-    configs = [load_config(p, overrides) for p in paths]
+def read_configs(paths: list[str], overrides: list[dict[str, Any]] | None = None) -> list[NamedConfig]:
+    configs = [read_config(p, overrides) for p in paths]
     names = [c.name for c in configs]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -311,16 +311,16 @@ def assign_config(instance_id: str, configs: list[NamedConfig], seed: int = 0) -
     return random.Random(f"{seed}:{instance_id}").choice(configs)
 
 
-def redact(data: Any) -> Any:
+def mask_secret_keys(data: Any) -> Any:
     """Replace the values of secret-looking keys and URLs' userinfo, so saved configs never carry
     credentials ("token" only as a whole word part: max_tokens stays readable)."""
     if isinstance(data, dict):
         return {
-            k: (REDACTED if is_secret_name(str(k)) and v not in (None, "") else redact(v))
+            k: (REDACTED if is_secret_name(str(k)) and v not in (None, "") else mask_secret_keys(v))
             for k, v in data.items()
         }
     if isinstance(data, list):
-        return [redact(v) for v in data]
+        return [mask_secret_keys(v) for v in data]
     if isinstance(data, str) and "@" in data:
         return strip_userinfo(data)
     return data

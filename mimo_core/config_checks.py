@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from mimo_core.config import MAIN_AGENT_TYPES, AgentConfig, NamedConfig, load_config, load_configs
+from mimo_core.config import MAIN_AGENT_TYPES, AgentConfig, NamedConfig, read_config, read_configs
 from mimo_core.datasets.base import Task
 from mimo_core.errors import ConfigError
 
@@ -23,16 +23,16 @@ AGENT_VARIABLES = frozenset({"cwd"})
 JUDGE_VARIABLES = AGENT_VARIABLES | {"rubrics", "verdict_format", "submission"}
 
 
-def load_checked_config(path: str | Path, overrides: list[dict[str, Any]] | None = None) -> NamedConfig:
-    """`config.load_config`, then every check that does not need the dataset: what entry points call."""
-    named = load_config(path, overrides)
+def load_config(path: str | Path, overrides: list[dict[str, Any]] | None = None) -> NamedConfig:
+    """`config.read_config`, then every check that does not need the dataset: what entry points call."""
+    named = read_config(path, overrides)
     check_config(named)
     return named
 
 
-def load_checked_configs(paths: list[str], overrides: list[dict[str, Any]] | None = None) -> list[NamedConfig]:
-    """`config.load_configs` (unique names), each checked as `load_checked_config` does."""
-    configs = load_configs(paths, overrides)
+def load_configs(paths: list[str], overrides: list[dict[str, Any]] | None = None) -> list[NamedConfig]:
+    """`config.read_configs` (unique names), each checked as `load_config` does."""
+    configs = read_configs(paths, overrides)
     for named in configs:
         check_config(named)
     return configs

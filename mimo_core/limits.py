@@ -17,7 +17,7 @@ from contextvars import ContextVar
 
 from pydantic import ConfigDict, Field
 
-from mimo_core.strict_model import NumbersAreNumbers
+from mimo_core.base.strict_model import NumbersAreNumbers
 
 MiB = 1 << 20
 

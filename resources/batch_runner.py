@@ -13,7 +13,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 if TYPE_CHECKING:
-    from mimo_core.ray_runner.options import RayOptions
+    from mimo_core.run.ray.options import RayOptions
 
 
 class BatchRunner(ConfigurableResource):
@@ -33,7 +33,7 @@ class BatchRunner(ConfigurableResource):
             return None
         if runner != "ray":
             raise ConfigError(f"batch_runner.runner: {runner!r} is not thread or ray")
-        from mimo_core.ray_runner.options import RayOptions, parse_resources, require_ray
+        from mimo_core.run.ray.options import RayOptions, parse_resources, require_ray
 
         require_ray()
         text = self.ray_resources or settings.ray_resources

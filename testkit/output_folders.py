@@ -9,11 +9,11 @@ from pathlib import Path
 
 from mimo_core.grading.rubric import JudgeResult, RubricScore
 from mimo_core.grading.verifier_reports import OutcomeGroup, OutcomeSummary
-from mimo_core.messages import Message, ToolCall, ToolSchema
 from mimo_core.models.base import CallRecord, Usage
-from mimo_core.results import RESULTS_FILE, ResultRecord
+from mimo_core.models.messages import Message, ToolCall, ToolSchema
+from mimo_core.records.results import RESULTS_FILE, ResultRecord
+from mimo_core.records.trajectory import ModelInfo, Timings, Trajectory
 from mimo_core.status import ExitStatus
-from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
 STATUSES = [ExitStatus.SUBMITTED] * 6 + [ExitStatus.STEP_LIMIT, ExitStatus.MODEL_ERROR, ExitStatus.GRADING_ERROR]
 DIFF = ("diff --git a/greeting.txt b/greeting.txt\n--- a/greeting.txt\n+++ b/greeting.txt\n"
@@ -51,7 +51,7 @@ def trajectory(
 def write_agent_msgs(folder: Path, traj: Trajectory) -> None:
     """`agent_msgs/` for the trajectory's calls, each response as vLLM sends it when asked for token ids
     and logprobs (scripted_vllm.py): what the RL export reads."""
-    from mimo_core.agent_msgs import StepWriter
+    from mimo_core.records.model_calls import StepWriter
     from testkit.scripted_vllm import vllm_training_fields
 
     writer = StepWriter(folder / "agent_msgs")

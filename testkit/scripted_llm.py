@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from mimo_core.loopback_server import LoopbackServer
+from mimo_core.agents.blackbox.loopback_server import LoopbackServer
 from testkit import scripted_stream as ss
 from testkit.scripted_render import RENDER, error_body, gemini_route, render_responses
 from testkit.scripted_reply import Reply, call, signature_for

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from mimo_assets.asset_keys import GRADED_RESULTS
 from mimo_assets.dagster_private import asset_event_summaries
 from mimo_assets.partitions import split_key
-from mimo_core.plan import RunRequest
+from mimo_core.run.plan import RunRequest
 
 AB_TAG = "mimoagent/ab"
 DESIGN_TAG = "mimoagent/ab_design"

@@ -16,8 +16,8 @@ from urllib.parse import quote
 import polars as pl
 
 from mimo_assets.analysis.stats import KEYS
-from mimo_core.rates import LABELS
-from mimo_core.rates import PASS_RATE_OF_GRADED as RATE
+from mimo_core.records.rates import LABELS
+from mimo_core.records.rates import PASS_RATE_OF_GRADED as RATE
 
 MAX_WIDTH_IN = 16.0  # many bars share the width (and their labels shrink) instead of a poster-sized PNG
 

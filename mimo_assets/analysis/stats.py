@@ -2,7 +2,7 @@
 
 Every table is keyed by `dataset`, `run_kind` (a model rollout, the oracle agent, a recalc of the gold
 patch, a regrade of saved submissions: table.run_kind) and `config_name`, so nothing pools what must not
-be pooled; a table that pools says so in its title. The rates are mimo_core.rates' (docs/dagster.md#the-rates):
+be pooled; a table that pools says so in its title. The rates are mimo_core.records.rates' (docs/dagster.md#the-rates):
 infrastructure errors are counted (`errors`) and in the rate of attempted, never in the rate of graded, the
 intervals or pass@k; the status and usage tables count every rollout. A rollout counts as passed only when the
 verifier said so (`passed` is True); ungraded counts as failed.
@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from mimo_core.rates import (
+from mimo_core.records.rates import (
     ATTEMPTED,
     ERRORS,
     GRADED,
@@ -65,7 +65,7 @@ def scored(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _with_intervals(agg: pl.DataFrame) -> pl.DataFrame:
-    """Both rates (mimo_core.rates) from `attempted`, `errors` and `passed`, and the Wilson interval of the
+    """Both rates (mimo_core.records.rates) from `attempted`, `errors` and `passed`, and the Wilson interval of the
     rate of graded; a group with nothing graded has no rate and the interval [0, 1]."""
     agg = agg.with_columns(graded=pl.col(ATTEMPTED) - pl.col(ERRORS))
     intervals = [wilson_interval(p, n) for p, n in zip(agg[PASSED], agg[GRADED], strict=True)]
@@ -91,7 +91,7 @@ def _rate_aggs() -> list[pl.Expr]:
 
 def pass_rates(df: pl.DataFrame) -> pl.DataFrame:
     """Per dataset, kind of run and config: attempted, errors, graded, passed, the pass rate (of graded) with
-    its 95 % Wilson interval and the pass rate (of attempted) (mimo_core.rates)."""
+    its 95 % Wilson interval and the pass rate (of attempted) (mimo_core.records.rates)."""
     agg = (_counted(df).group_by(*KEYS)
            .agg(*_rate_aggs(), instances=pl.col("instance_id").filter(~pl.col("err")).n_unique())
            .sort(*KEYS))
@@ -107,7 +107,7 @@ def pass_rate_by_night(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def labelled(df: pl.DataFrame) -> pl.DataFrame:
-    """The columns under the names shown for them (mimo_core.rates.LABELS), for the UI's tables."""
+    """The columns under the names shown for them (mimo_core.records.rates.LABELS), for the UI's tables."""
     return df.rename({c: LABELS[c] for c in df.columns if c in LABELS and LABELS[c] != c})
 
 

@@ -20,7 +20,7 @@ from mimo_assets.cell_result import FolderIndex, run_kind, source_of
 from mimo_assets.dagster_private import asset_event_summaries
 from mimo_assets.eventlog.events import FAILED
 from mimo_assets.partitions import split_key
-from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.records.results import ResultRecord, ResultsStore
 
 SCHEMA: dict[str, Any] = {
     "dataset": pl.String, "run_kind": pl.String, "instance_id": pl.String, "config_name": pl.String,

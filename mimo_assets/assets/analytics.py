@@ -32,7 +32,7 @@ from mimo_assets.asset_keys import (
 from mimo_assets.assets.results import NIGHTS_DIR
 from mimo_assets.cell_result import FolderIndex
 from mimo_assets.eventlog.events import CODE_VERSION
-from mimo_core.rates import GRADED, PASS_RATE_OF_GRADED
+from mimo_core.records.rates import GRADED, PASS_RATE_OF_GRADED
 from resources import OutputStore
 
 
@@ -56,7 +56,7 @@ def _publish(
 def pass_rates(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
     """Per dataset, kind of run (rollout, oracle, gold recalc, regrade) and config: attempted, errors
     (infrastructure), graded, passed, the pass rate (of graded) with a 95 % Wilson interval and the pass rate
-    (of attempted) (mimo_core.rates, the CLI table's too), and the plot of the rate of graded."""
+    (of attempted) (mimo_core.records.rates, the CLI table's too), and the plot of the rate of graded."""
     df = stats.pass_rates(results_table)
     png = output_store.tables_dir() / "pass_rate_by_config.png"
     drawn = df.filter(pl.col(GRADED) > 0)

@@ -5,7 +5,7 @@ are one step. Backfills from the UI use Dagster's multi-run policy: a selection 
 chunks of at most `MIMOAGENT_BACKFILL_PARTITIONS_PER_RUN` partitions (default 100; 0 = single-run),
 runs that the instance's run queue starts side by side, with `workers` rollouts at a time inside each.
 Selecting `graded_results` alone regrades the saved submissions of the latest rollouts and leaves those
-rollouts as they were. Jobs are planned by `mimo_core.plan.plan_run`, as for the CLI, with the
+rollouts as they were. Jobs are planned by `mimo_core.run.plan.plan_run`, as for the CLI, with the
 backfill's (or chunk's) partitions as the selection.
 """
 
@@ -41,8 +41,8 @@ from mimo_assets.partitions import partition_key, rollout_partitions, split_key
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import Task
 from mimo_core.errors import ConfigError
-from mimo_core.plan import RunRequest, Selection, plan_run
-from mimo_core.rollout import GT, RolloutJob
+from mimo_core.run.plan import RunRequest, Selection, plan_run
+from mimo_core.run.rollout import GT, RolloutJob
 from mimo_core.settings import CodeLocationSettings, parse_partitions_per_run
 from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 
@@ -83,7 +83,7 @@ def _tasks(dataset: str, instance_ids: set[str], store: OutputStore) -> tuple[Pa
 
 def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoint,
              sandbox: SandboxBackend) -> dict[str, NamedConfig]:
-    from mimo_core.config_checks import load_checked_config
+    from mimo_core.config_checks import load_config
 
     paths = registered_configs(context.instance)
     missing = names - paths.keys()
@@ -91,7 +91,7 @@ def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoi
         raise ValueError(f"config(s) {sorted(missing)} of these partitions have no registered file: "
                          "materialize config_files")
     overrides = [o for o in (model.overrides(), sandbox.overrides()) if o]
-    return {n: load_checked_config(paths[n], overrides) for n in names}
+    return {n: load_config(paths[n], overrides) for n in names}
 
 
 def _nothing_to_regrade(context: AssetExecutionContext, pk: str) -> str:

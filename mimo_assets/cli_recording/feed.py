@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from mimo_core.plan import RunRequest
-from mimo_core.results import ResultRecord
+from mimo_core.records.results import ResultRecord
+from mimo_core.run.plan import RunRequest
 
 _END = object()
 # The CLI's last line when it finished normally; end of input without it means the CLI died (SIGKILL).

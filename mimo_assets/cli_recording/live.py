@@ -14,7 +14,7 @@ from typing import Any
 
 from mimo_assets.cli_recording.feed import END_OF_RUN, RecordingHeader
 from mimo_assets.cli_recording.link import RecorderLink, RecordingError
-from mimo_core.results import ResultRecord
+from mimo_core.records.results import ResultRecord
 from mimo_core.settings import RecordingSettings
 
 _END = object()

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mimo_assets.cli_recording.feed import RecordingHeader
-from mimo_core.results import ResultRecord
+from mimo_core.records.results import ResultRecord
 from mimo_core.settings import RecordingSettings
 
 if TYPE_CHECKING:
     from mimo_assets.cli_recording.live import LiveRecording
-    from mimo_core.plan import RunPlan, RunRequest
+    from mimo_core.run.plan import RunPlan, RunRequest
 
 LOG_FILE = "dagster_record.log"
 REGISTERED_LINE = "registered for Dagster to record:"

@@ -17,7 +17,7 @@ from mimo_assets.eventlog.pointers import Event
 from mimo_assets.eventlog.stream import materializations
 from mimo_assets.inputs import config_events, dataset_events, upstream
 from mimo_assets.partitions import dataset_name, partition_key, register_planned
-from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.records.results import ResultRecord, ResultsStore
 
 # The start of the failure a recorded run of a killed CLI ends with: recorded, and red.
 KILLED_PREFIX = "the mimoagent process ended before its run did"

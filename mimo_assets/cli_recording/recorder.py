@@ -60,7 +60,7 @@ def _say(message: str) -> None:
 
 def _pump(reader: IO[str], feed: Feed) -> None:
     from mimo_assets.cli_recording.feed import END_OF_RUN
-    from mimo_core.results import ResultRecord
+    from mimo_core.records.results import ResultRecord
 
     try:
         for line in reader:

@@ -25,7 +25,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mimo_assets.cli_recording.feed import Feed, RecordingHeader
-from mimo_core.results import ResultsStore, atomic_write_text
+from mimo_core.base.atomic_files import atomic_write_text
+from mimo_core.records.results import ResultsStore
 
 REGISTRY_DIR = "cli_runs"
 ENTRY_VERSION = 1

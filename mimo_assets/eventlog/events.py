@@ -23,8 +23,8 @@ from mimo_assets.dagster_private import (
     AssetMaterializationFailureType,
 )
 from mimo_assets.partitions import partition_key
-from mimo_core.redaction import redact
-from mimo_core.results import RESULTS_FILE, ResultRecord
+from mimo_core.base.redaction import redact
+from mimo_core.records.results import RESULTS_FILE, ResultRecord
 from mimo_core.viewer.urls import rollout_url
 
 CODE_VERSION = "1"

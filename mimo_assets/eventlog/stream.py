@@ -28,8 +28,8 @@ from mimo_assets.eventlog.events import (
 )
 from mimo_assets.eventlog.pointers import Event
 from mimo_assets.partitions import partition_key
-from mimo_core.results import ResultRecord
-from mimo_core.rollout import RolloutJob
+from mimo_core.records.results import ResultRecord
+from mimo_core.run.rollout import RolloutJob
 
 _END = object()
 
@@ -37,7 +37,7 @@ _END = object()
 def run_in_thread(jobs: list[RolloutJob], workers: int, ray: Any = None) -> Iterator[ResultRecord]:
     """Run the batch on the core's pool (or, given RayOptions, on a Ray cluster) in a thread; yield each
     record as it finishes."""
-    from mimo_core.batch import run_jobs
+    from mimo_core.run.batch import run_jobs
 
     out: queue.SimpleQueue[Any] = queue.SimpleQueue()
     failure: list[BaseException] = []

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mimo_core.results import atomic_write_text
+from mimo_core.base.atomic_files import atomic_write_text
 from mimo_core.settings import RecordingSettings
 
 if TYPE_CHECKING:

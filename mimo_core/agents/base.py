@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
-from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.base import CallRecord, Usage
+from mimo_core.models.messages import Message, ToolSchema
 from mimo_core.status import ExitStatus
 
 

@@ -18,8 +18,8 @@ from mimo_core.config import AgentConfig
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
 from mimo_core.errors import ModelError, ModelInterrupted, SandboxError
-from mimo_core.messages import Message, ToolCall
 from mimo_core.models.base import CallRecord, Model, Usage
+from mimo_core.models.messages import Message, ToolCall
 from mimo_core.status import ExitStatus
 from mimo_core.tools.base import Tool, ToolError
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from mimo_core.agents.default import DefaultAgent
 from mimo_core.agents.templates import prompt_cwd
-from mimo_core.config import AgentConfig, JudgeAgentConfig, redact
+from mimo_core.base.atomic_files import write_model_json
+from mimo_core.config import AgentConfig, JudgeAgentConfig, mask_secret_keys
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
 from mimo_core.grading.rubric import (
@@ -28,10 +29,9 @@ from mimo_core.grading.rubric import (
     untrusted,
     weighted_score,
 )
-from mimo_core.messages import Message, ToolCall
-from mimo_core.results import write_model_json
+from mimo_core.models.messages import Message, ToolCall
+from mimo_core.records.trajectory import ModelInfo, Timings, Trajectory
 from mimo_core.status import ExitStatus
-from mimo_core.trajectory import ModelInfo, Timings, Trajectory
 
 JUDGE_SYSTEM = (
     "You are a strict reviewer judging another agent's work. The repository at {{cwd}} holds its final "
@@ -118,7 +118,7 @@ def run_judge(
 ) -> JudgeResult:
     """Score the rubrics; the judge's own trajectory is written in the same schema as the agent's."""
     from mimo_core.agents.factory import shared_model
-    from mimo_core.rollout_files import RolloutFiles
+    from mimo_core.run.rollout_logs import RolloutFiles
     from mimo_core.tools.registry import read_only_tools
 
     items = rubric_items(task.rubric.rubrics if task.rubric else [])
@@ -143,7 +143,7 @@ def run_judge(
         agent=result, exit_status=result.exit_status, error=result.error, submission=verdict,
         timings=Timings(started_at=started.isoformat(timespec="seconds"),
                         ended_at=datetime.now(UTC).isoformat(timespec="seconds"), agent_s=elapsed, total_s=elapsed),
-        config=redact(config.model_dump(mode="json")),
+        config=mask_secret_keys(config.model_dump(mode="json")),
     )
     write_model_json(out_dir / "traj.json", traj)
     return JudgeResult(

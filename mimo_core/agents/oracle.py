@@ -12,7 +12,7 @@ from mimo_core.agents.base import AgentContext, AgentResult
 from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.environments.base import Environment
 from mimo_core.grading.reward import tail
-from mimo_core.messages import Message, ToolCall
+from mimo_core.models.messages import Message, ToolCall
 from mimo_core.status import ExitStatus
 
 

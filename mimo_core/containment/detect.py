@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from mimo_core.containment.events import ContainmentEvent, Kind
 from mimo_core.environments.base import REFUSED_TAG
-from mimo_core.messages import Message
+from mimo_core.models.messages import Message
 
 _DETAIL = 200
 

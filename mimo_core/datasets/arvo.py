@@ -10,12 +10,12 @@ from typing import Any, ClassVar
 
 from pydantic import model_validator
 
+from mimo_core.base.values import Seconds
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
 from mimo_core.environments.base import Environment
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.reward import quiesce, tail
-from mimo_core.values import Seconds
 
 CRASH_MARKERS = ("ERROR: AddressSanitizer", "ERROR: MemorySanitizer", "ERROR: UndefinedBehaviorSanitizer",
                  "runtime error:", "ERROR: libFuzzer", "Segmentation fault", "SUMMARY: AddressSanitizer")

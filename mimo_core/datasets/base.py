@@ -8,10 +8,10 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
+from mimo_core.base.strict_model import NumbersAreNumbers
+from mimo_core.base.values import TaskCwd
 from mimo_core.environments.base import Environment, SandboxSpec
 from mimo_core.grading.grade import Grade
-from mimo_core.strict_model import NumbersAreNumbers
-from mimo_core.values import TaskCwd
 
 # Control characters, line and paragraph separators, lone surrogates: nothing an id may hold.
 _UNPRINTABLE = frozenset({"Cc", "Zl", "Zp", "Cs"})

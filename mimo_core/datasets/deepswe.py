@@ -14,6 +14,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from mimo_core.base.strict_model import NumbersAreNumbers
+from mimo_core.base.values import Cpus, MegaBytes, Seconds
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.git import GIT, GIT_ENV, HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.datasets.paths import TASK_CWD_LABEL
@@ -28,8 +30,6 @@ from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.pytest_witness import PytestWitness
 from mimo_core.grading.reward import apply_failed_grade, quiesce, read_reward, reward_names, tail, void
 from mimo_core.limits import current_limits, truncation_note
-from mimo_core.strict_model import NumbersAreNumbers
-from mimo_core.values import Cpus, MegaBytes, Seconds
 
 DEFAULT_PATCH_ARTIFACT = "/logs/artifacts/model.patch"
 # git's words for a revision it does not have: the hook's `<base>` is not in this repository

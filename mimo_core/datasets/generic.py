@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from mimo_core.base.values import Seconds
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, file_bytes
 from mimo_core.environments.base import Environment
@@ -12,7 +13,6 @@ from mimo_core.grading.evidence import keep_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.pytest_witness import PytestWitness
 from mimo_core.grading.reward import quiesce, read_reward, reward_names, tail, void
-from mimo_core.values import Seconds
 
 
 class GenericTask(RepoTask):

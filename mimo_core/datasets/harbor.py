@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, ValidationError
 
+from mimo_core.base.strict_model import NumbersAreNumbers
 from mimo_core.errors import DatasetError
-from mimo_core.strict_model import NumbersAreNumbers
 
 NO_NETWORK = {"no-network", "none", "no_network", "disabled"}
 REPO_SEED_DIR = "repo"  # environment/repo/: the starting files, embedded for backends without the image

@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mimo_core.bounded import MAX_ROW_BYTES, TooBig, check_depth, load_json, read_lines
+from mimo_core.base.bounded import MAX_ROW_BYTES, TooBig, check_depth, load_json, read_lines
+from mimo_core.base.strict_model import dotted, problem_text
 from mimo_core.datasets.base import Task
 from mimo_core.datasets.registry import get_dataset_type, infer_type
 from mimo_core.errors import ConfigError, DatasetError
-from mimo_core.strict_model import dotted, problem_text
 
 MAX_REPORTED = 50
 MAX_ROW_DEPTH = 100  # nesting of one row's JSON (test files maps, metadata): far beyond any real row

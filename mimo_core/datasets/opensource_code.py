@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from mimo_core.base.values import Seconds
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.git import BASE_REF, HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.datasets.repo_dataset import RepoDatasetType, RepoTask, run
@@ -19,7 +20,6 @@ from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.pytest_summary import contradictions, passed, read_pytest
 from mimo_core.grading.pytest_witness import PytestWitness
 from mimo_core.grading.reward import quiesce, tail, void
-from mimo_core.values import Seconds
 
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/", re.M)
 

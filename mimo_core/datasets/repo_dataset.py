@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
+from mimo_core.base.values import Cpus, MegaBytes
 from mimo_core.datasets.base import EnvFactory, Task
 from mimo_core.datasets.base_repo import prepared_base, prepared_sha
 from mimo_core.datasets.git import BASE_REF, GIT, GIT_ENV, HERMETIC_GIT, HERMETIC_GIT_ENV
@@ -25,7 +26,6 @@ from mimo_core.errors import DatasetError, SandboxError
 from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.patch import apply_patch
 from mimo_core.grading.reward import apply_failed_grade, tail
-from mimo_core.values import Cpus, MegaBytes
 
 
 class RepoTask(Task):

@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from mimo_core.blame import GitDirReplaced, check_workdir
 from mimo_core.datasets.git import HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.environments.base import Environment, read_head
 from mimo_core.errors import SandboxError
@@ -35,6 +34,7 @@ from mimo_core.grading.protected import (
     sections_changed,
     shadow_name,
 )
+from mimo_core.run.blame import GitDirReplaced, check_workdir
 
 # What `grading.tamper: zero` zeroes. Informational only: tests_added (honest agents write tests too) and
 # system_files (an honest `pip install` changes site-packages and ~/.cache; it is put back all the same).

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mimo_core.base.atomic_files import atomic_write_text
 from mimo_core.exports.atif_models import (
     AtifAgent,
     AtifFinalMetrics,
@@ -24,10 +25,9 @@ from mimo_core.exports.atif_models import (
 )
 from mimo_core.exports.report import ExportReport
 from mimo_core.exports.source import RolloutRef
-from mimo_core.messages import Message, ToolCall
 from mimo_core.models.base import CallRecord
-from mimo_core.results import atomic_write_text
-from mimo_core.trajectory import Trajectory, read_trajectory
+from mimo_core.models.messages import Message, ToolCall
+from mimo_core.records.trajectory import Trajectory, read_trajectory
 
 FOLDER = "atif"
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mimo_core.cli_args import statuses_arg
+from mimo_core.cli.arg_types import statuses_arg
 from mimo_core.exports.source import ExportFilter
 from mimo_core.exports.write import FORMATS, run_export
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mimo_core.results import atomic_write_text
+from mimo_core.base.atomic_files import atomic_write_text
 
 
 class Skipped(BaseModel):

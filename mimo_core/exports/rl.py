@@ -14,10 +14,10 @@ from typing import Any
 
 import polars as pl
 
-from mimo_core.agent_msgs import AgentMsgsError, iter_steps
 from mimo_core.exports.report import ExportReport, write_parquet
 from mimo_core.exports.source import ROLLOUT_COLUMNS, RolloutRef
 from mimo_core.models.token_ids import token_fields
+from mimo_core.records.model_calls import AgentMsgsError, iter_steps
 
 FILE = "rl.parquet"
 SCHEMA = {

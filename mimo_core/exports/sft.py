@@ -15,8 +15,8 @@ import polars as pl
 
 from mimo_core.exports.report import ExportReport, write_parquet
 from mimo_core.exports.source import ROLLOUT_COLUMNS, ExportFilter, RolloutRef
+from mimo_core.records.trajectory import read_trajectory
 from mimo_core.status import UNGRADED_STATUSES, ExitStatus
-from mimo_core.trajectory import read_trajectory
 
 FILE = "sft.parquet"
 

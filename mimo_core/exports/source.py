@@ -12,7 +12,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from mimo_core.errors import ConfigError
-from mimo_core.results import RESULTS_FILE, ResultRecord, ResultsStore
+from mimo_core.records.results import RESULTS_FILE, ResultRecord, ResultsStore
 from mimo_core.status import ExitStatus
 
 # The columns every parquet export starts with (RolloutRef.columns).

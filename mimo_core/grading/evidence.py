@@ -13,11 +13,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mimo_core.base.redaction import redact, redact_bytes
 from mimo_core.environments.base import Environment, read_head
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.verifier_reports import summarise_folder
 from mimo_core.limits import current_limits
-from mimo_core.redaction import redact, redact_bytes
 
 EVIDENCE_DIR = "verifier"  # in the rollout folder: what the verifier wrote, and its whole output
 OUTPUT_FILE = "verifier_output.txt"  # the verifier command's whole stdout+stderr (the record keeps a tail)

@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 from mimo_core.config import ModelConfig
-from mimo_core.messages import Message, ToolCall, ToolSchema
-from mimo_core.models._common import ProtocolModel, as_int, split_kwargs
 from mimo_core.models.base import ModelResponse, Usage
+from mimo_core.models.messages import Message, ToolCall, ToolSchema
+from mimo_core.models.protocol import ProtocolModel, as_int, split_kwargs
 from mimo_core.models.tool_args import arguments_object
 
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; profiles usually set their own

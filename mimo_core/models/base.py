@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from mimo_core.messages import Message, ToolSchema
+from mimo_core.models.messages import Message, ToolSchema
 
 
 class Usage(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mimo_core.config import ModelConfig
 from mimo_core.errors import ModelAuthError
-from mimo_core.models._common import ProtocolModel
+from mimo_core.models.protocol import ProtocolModel
 
 
 def make_model(cfg: ModelConfig) -> ProtocolModel:

@@ -1,7 +1,7 @@
 """Credentials a model client holds, and scrubbing them out of text where an error is raised.
 
 A provider's 401 body often echoes the key it was sent; the SDK's exception message carries that body.
-Every writer also redacts what it writes (mimo_core/redaction.py, where the client's secrets are
+Every writer also redacts what it writes (mimo_core/base/redaction.py, where the client's secrets are
 registered), in every encoding a key travels in; scrubbing here as well keeps the key out of exception
 messages that reach a console or a caller's own logs.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mimo_core.redaction import redact, register
+from mimo_core.base.redaction import redact, register
 
 REDACTED = "***"
 _SECRET_HEADER = re.compile(r"(api[_-]?key|token|secret|authorization|credential)", re.I)

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from mimo_core.environments.base import Environment
-from mimo_core.messages import ToolSchema
+from mimo_core.models.messages import ToolSchema
 
 
 class ToolError(Exception):

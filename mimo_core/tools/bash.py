@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mimo_core.environments.base import Environment
-from mimo_core.messages import ToolSchema
+from mimo_core.models.messages import ToolSchema
 from mimo_core.tools.args import check_args
 from mimo_core.tools.base import ToolResult
 from mimo_core.tools.truncate import truncate_middle

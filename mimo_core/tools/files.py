@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mimo_core.environments.base import Environment, FileHead, read_head
 from mimo_core.limits import current_limits, truncation_note
-from mimo_core.messages import ToolSchema
+from mimo_core.models.messages import ToolSchema
 from mimo_core.tools.args import check_args
 from mimo_core.tools.base import ToolError, ToolResult
 from mimo_core.tools.truncate import truncate_middle

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mimo_core.environments.base import Environment
-from mimo_core.messages import ToolSchema
+from mimo_core.models.messages import ToolSchema
 from mimo_core.tools.args import check_args
 from mimo_core.tools.base import ToolResult
 

@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from mimo_core.cli.report import ConfigSummary, summarize
 from mimo_core.errors import MimoError
-from mimo_core.results import RESULTS_FILE, ResultRecord, ResultsStore
-from mimo_core.summary import ConfigSummary, summarize
+from mimo_core.records.results import RESULTS_FILE, ResultRecord, ResultsStore
 from mimo_core.viewer.urls import folder_slug
 
 PAGE_SIZE = 100

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 
-from mimo_core.agent_msgs import AgentMsgsError, read_step
+from mimo_core.records.model_calls import AgentMsgsError, read_step
 from mimo_core.viewer.folders import OutputFolder, RolloutQuery
 from mimo_core.viewer.rollout_view import arm_rollout, build_rollout
 from mimo_core.viewer.urls import file_path, rollout_path, run_path
@@ -25,7 +25,7 @@ _env.filters["reward"] = lambda v: "–" if v is None else f"{v:g}"
 _env.filters["cost"] = lambda v: f"{v:.4f}"
 _env.filters["secs"] = lambda v: f"{v:.1f}"
 _env.filters["num"] = lambda v: f"{v:,}"
-_env.filters["rate"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # mimo_core.rates' rates
+_env.filters["rate"] = lambda v: "–" if v is None else f"{100 * v:.1f}%"  # mimo_core.records.rates' rates
 
 
 def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -90,7 +90,7 @@ class Pages:
         return render("rollout.html", folder=folder, view=view, ab_link=_ab_link(record.instance_id, others[0]))
 
     def step(self, request: Request) -> Response:
-        """One model call's request as it was sent, rebuilt from agent_msgs/ (mimo_core.agent_msgs)."""
+        """One model call's request as it was sent, rebuilt from agent_msgs/ (mimo_core.records.model_calls)."""
         folder = self._folder(request)
         rel, n = request.query_params.get("r", ""), request.query_params.get("n", "")
         record = folder.record(rel) if folder is not None else None

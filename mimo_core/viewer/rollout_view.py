@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from mimo_core.grading.rubric import JudgeResult
 from mimo_core.grading.verifier_reports import OutcomeSummary
 from mimo_core.models.base import CallRecord
-from mimo_core.results import ResultRecord
-from mimo_core.trajectory import Trajectory, read_trajectory
+from mimo_core.records.results import ResultRecord
+from mimo_core.records.trajectory import Trajectory, read_trajectory
 
 ELIDED = re.compile(r"\[\.\.\. \d+ characters elided \.\.\.\]")  # mimo_core/tools/truncate.py's marker
 INLINE_VERIFIER_BYTES = 4096

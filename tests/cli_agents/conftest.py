@@ -33,8 +33,8 @@ def cli_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
 def run_cli_rollout(folder: Path, server, cli: str, protocol: str, environment: dict | None = None,
                     exit_code: int | None = 0, row: dict | None = None, **agent: object):
     """One rollout of `cli` on the greeting task through the real `mimoagent` command: (record, folder, traj)."""
-    from mimo_core.results import ResultsStore
-    from mimo_core.trajectory import read_trajectory
+    from mimo_core.records.results import ResultsStore
+    from mimo_core.records.trajectory import read_trajectory
     from testkit.tasks import write_tasks
     from tests.core.conftest import run_cli
 
@@ -69,7 +69,7 @@ def scripted_in_workdir(*steps) -> object:
 
 def recorded_calls(rollout: Path, server) -> list:
     """agent_msgs/ read back: one step per request the server saw, each rebuilt byte for byte."""
-    from mimo_core.agent_msgs import iter_steps
+    from mimo_core.records.model_calls import iter_steps
 
     calls = list(iter_steps(rollout / "agent_msgs"))
     assert [c.request for c in calls] == [json.loads(r.raw) for r in server.requests]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mimo_core.agent_msgs import iter_steps
-from mimo_core.results import ResultsStore
-from mimo_core.trajectory import read_trajectory
+from mimo_core.records.model_calls import iter_steps
+from mimo_core.records.results import ResultsStore
+from mimo_core.records.trajectory import read_trajectory
 from testkit.scripted_llm import Reply, call, turns
 from testkit.tasks import write_tasks
 from tests.cli_agents.conftest import needs_npm, write_cli_config

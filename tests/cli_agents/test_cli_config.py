@@ -10,7 +10,7 @@ import yaml
 
 from mimo_core.agents.blackbox import CLI_AGENTS, spec_for
 from mimo_core.agents.blackbox.install import resolve_version
-from mimo_core.config import load_config
+from mimo_core.config import read_config
 from mimo_core.errors import ConfigError
 
 
@@ -28,18 +28,18 @@ def test_each_registered_cli_declares_the_protocol_of_its_module() -> None:
 
 def test_a_cli_agent_with_the_wrong_protocol_is_refused_at_load(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="claude-code talks to its model in the 'anthropic' protocol"):
-        load_config(_write(tmp_path, {"type": "claude-code"}, "chat"))
+        read_config(_write(tmp_path, {"type": "claude-code"}, "chat"))
 
 
 def test_an_unknown_cli_is_refused_at_load_naming_the_file_and_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"c\.yaml: agent\.type: .*unknown agent type 'claud-code'"):
-        load_config(_write(tmp_path, {"type": "claud-code"}, "anthropic"))
+        read_config(_write(tmp_path, {"type": "claud-code"}, "anthropic"))
 
 
 def test_gemini_protocol_is_for_gemini_cli_only(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="only spoken by agent.type gemini-cli"):
-        load_config(_write(tmp_path, {"type": "default"}, "gemini"))
-    assert load_config(_write(tmp_path, {"type": "gemini-cli"}, "gemini")).config.agent.type == "gemini-cli"
+        read_config(_write(tmp_path, {"type": "default"}, "gemini"))
+    assert read_config(_write(tmp_path, {"type": "gemini-cli"}, "gemini")).config.agent.type == "gemini-cli"
 
 
 def test_latest_is_refused_unless_allowed_and_versions_cannot_inject_shell() -> None:
@@ -56,5 +56,5 @@ def test_latest_is_refused_unless_allowed_and_versions_cannot_inject_shell() -> 
 def test_every_cli_agent_has_a_shipped_profile_that_loads() -> None:
     configs = Path(__file__).resolve().parents[2] / "configs"
     for name, entry in CLI_AGENTS.items():
-        cfg = load_config(configs / f"{name.replace('-', '_')}.yaml").config
+        cfg = read_config(configs / f"{name.replace('-', '_')}.yaml").config
         assert (cfg.agent.type, cfg.model.protocol) == (name, entry.protocol)

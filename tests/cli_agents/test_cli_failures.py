@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from testkit.scripted_llm import Reply, call, turns
 from testkit.tasks import write_tasks
 from tests.cli_agents.conftest import needs_npm, run_cli_rollout, write_cli_config

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from mimo_core.agent_msgs import iter_steps
+from mimo_core.records.model_calls import iter_steps
 from mimo_core.status import ExitStatus
 from testkit.slow_server import SlowServer
 from tests.cli_agents.conftest import run_cli_rollout

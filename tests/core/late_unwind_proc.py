@@ -14,8 +14,8 @@ import signal
 import sys
 import time
 
-from mimo_core import stop_signals
-from mimo_core.cli import main
+from mimo_core.cli import signals as stop_signals
+from mimo_core.cli.main import main
 
 
 def _wait(what: str, done) -> None:

@@ -11,11 +11,11 @@ import sys
 import threading
 import time
 
+from mimo_core.cli.signals import install
 from mimo_core.config import EnvironmentConfig
 from mimo_core.environments.base import SandboxSpec
 from mimo_core.environments.local.environment import LocalEnvironment
 from mimo_core.environments.local.procs import SANDBOX_VAR, marked_pids
-from mimo_core.stop_signals import install
 
 
 def main() -> None:

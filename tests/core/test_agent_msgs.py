@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.agent_msgs import AgentMsgsError, StepWriter, encode_body, iter_steps, read_step, steps
-from mimo_core.results import ResultsStore
+from mimo_core.records.model_calls import AgentMsgsError, StepWriter, encode_body, iter_steps, read_step, steps
+from mimo_core.records.results import ResultsStore
 from testkit.scripted_llm import Reply, call, turns
 from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli

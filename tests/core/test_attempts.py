@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from testkit.scripted_llm import call, turns
 from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli

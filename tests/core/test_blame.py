@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from testkit.scripted_llm import ScriptedLLM, call, turns
 from tests.core.test_limits import run_inprocess
 

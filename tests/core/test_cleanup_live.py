@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from testkit.scripted_llm import call, turns
 from tests.core.conftest import REPO
 from tests.core.test_fast_stop import _killed_on_exit, _start, _wait_for_requests

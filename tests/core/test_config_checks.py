@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mimo_core.batch import run_jobs
-from mimo_core.cli import main
-from mimo_core.config_checks import load_checked_config as load_config
+from mimo_core.cli.main import main
+from mimo_core.config_checks import load_config
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.errors import ConfigError
-from mimo_core.plan import RunRequest, plan_run
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
+from mimo_core.run.batch import run_jobs
+from mimo_core.run.plan import RunRequest, plan_run
 from mimo_core.status import ExitStatus
 from testkit.scripted_llm import call, turns
 from testkit.tasks import EVAL, write_config, write_tasks

@@ -9,7 +9,7 @@ import pytest
 
 from mimo_core.containment.detect import ContainmentLog, Watch, tool_call_events
 from mimo_core.containment.events import attempts, counts
-from mimo_core.messages import Message, ToolCall
+from mimo_core.models.messages import Message, ToolCall
 
 WATCH = Watch(protected=["/data/run/tasks.jsonl"], services=["127.0.0.1:8080"])
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.cli import EXIT_DISK_FULL
-from mimo_core.results import ResultsStore
+from mimo_core.cli.main import EXIT_DISK_FULL
+from mimo_core.records.results import ResultsStore
 from testkit.scripted_llm import call, turns
 from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli

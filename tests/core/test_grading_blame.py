@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from mimo_core.batch import run_jobs
-from mimo_core.plan import RunRequest, plan_run
-from mimo_core.results import ResultRecord
+from mimo_core.records.results import ResultRecord
+from mimo_core.run.batch import run_jobs
+from mimo_core.run.plan import RunRequest, plan_run
 from testkit.scripted_llm import ScriptedLLM, call, turns
 from testkit.tasks import write_config
 from tests.core.conftest import SECRET, base_url

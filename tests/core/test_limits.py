@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.batch import run_jobs
-from mimo_core.plan import RunRequest, plan_run
-from mimo_core.results import ResultRecord
+from mimo_core.records.results import ResultRecord
+from mimo_core.run.batch import run_jobs
+from mimo_core.run.plan import RunRequest, plan_run
 from mimo_core.status import ExitStatus
 from testkit.scripted_llm import Reply, call, turns
 from testkit.tasks import write_config, write_tasks

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mimo_core.config import parse_override
-from mimo_core.config_checks import load_checked_config
+from mimo_core.config_checks import load_config
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.errors import ConfigError, DatasetError
-from mimo_core.rollout import input_fingerprint
-from mimo_core.rollout_names import folder_name
+from mimo_core.run.folder_names import folder_name
+from mimo_core.run.rollout import input_fingerprint
 from testkit.tasks import EVAL, write_config
 
 MEMORY_BOUND = 64 << 20  # bytes allocated at the peak of one load
@@ -118,7 +118,7 @@ def test_any_config_loads_or_is_one_config_error(grafts: list[tuple[tuple[str, .
         base.write_bytes(_encode(text, encoding))
         with bounded():
             try:
-                named = load_checked_config(base)
+                named = load_config(base)
             except ConfigError as e:
                 _one_line(e, str(base))
                 return
@@ -173,7 +173,7 @@ def test_any_row_loads_or_is_one_dataset_error(rows: list[tuple[dict[str, Any], 
                 bad = text.splitlines()
                 assert len(bad) == 1 or bad[0].endswith("fix them or remove them from the dataset:"), text
                 return
-            cfg = load_checked_config(_plain_config(folder))
+            cfg = load_config(_plain_config(folder))
             for task in tasks:
                 assert task.instance_id.strip() and 0 < len(folder_name(task.instance_id).encode()) <= 100
                 assert len(input_fingerprint(cfg, task)) == 16

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mimo_core.plan import RunRequest, plan_run
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
+from mimo_core.run.plan import RunRequest, plan_run
 from mimo_core.status import ExitStatus
 from testkit.scripted_llm import Reply, call, turns
 from tests.core.conftest import SECRET

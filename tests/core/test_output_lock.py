@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from mimo_core.output_lock import LOCK_FILE
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
+from mimo_core.run.output_lock import LOCK_FILE
 from testkit.scripted_llm import call, turns
 from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, SECRET, base_url, run_cli

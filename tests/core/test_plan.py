@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from mimo_core.errors import ConfigError
-from mimo_core.plan import RunRequest, Selection, plan_run
-from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.records.results import ResultRecord, ResultsStore
+from mimo_core.run.plan import RunRequest, Selection, plan_run
 from mimo_core.status import ExitStatus
 from testkit.tasks import write_config, write_named_config, write_tasks
 
@@ -121,8 +121,8 @@ def test_request_json_round_trip_never_carries_overrides(tmp_path: Path) -> None
 
 def test_cli_and_evaluate_job_build_the_same_request(tmp_path: Path) -> None:
     from mimo_assets.evaluate import EvaluateConfig
-    from mimo_core.cli import _request as cli_request
-    from mimo_core.cli import build_parser
+    from mimo_core.cli.main import _request as cli_request
+    from mimo_core.cli.main import build_parser
 
     data, cfg = write_tasks(tmp_path, 2), write_config(tmp_path, "a")
     out = tmp_path / "out"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
+from mimo_core.records.trajectory import Trajectory
 from mimo_core.status import ExitStatus
-from mimo_core.trajectory import Trajectory
 from testkit.scripted_llm import Reply, call, turns
 from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import REPO, run_cli

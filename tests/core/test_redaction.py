@@ -11,12 +11,13 @@ from urllib.parse import quote
 
 import pytest
 
-from mimo_core.agent_msgs import StepWriter, iter_steps
-from mimo_core.config import redact as redact_config
+from mimo_core.base.atomic_files import atomic_write_text
+from mimo_core.base.redaction import redact, register, strip_userinfo
+from mimo_core.config import mask_secret_keys as redact_config
 from mimo_core.config import validate_config
-from mimo_core.redaction import redact, register, strip_userinfo
-from mimo_core.results import ResultRecord, ResultsStore, atomic_write_text
-from mimo_core.rollout_files import RolloutFiles
+from mimo_core.records.model_calls import StepWriter, iter_steps
+from mimo_core.records.results import ResultRecord, ResultsStore
+from mimo_core.run.rollout_logs import RolloutFiles
 from mimo_core.status import ExitStatus
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.attempts import ATTEMPTS_DIR
-from mimo_core.cli import build_parser
-from mimo_core.results import ResultsStore
+from mimo_core.cli.main import build_parser
+from mimo_core.records.results import ResultsStore
+from mimo_core.run.attempts import ATTEMPTS_DIR
 from mimo_core.status import ExitStatus
 from testkit.scripted_llm import call, turns
 from testkit.tasks import write_config, write_tasks

@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.records.results import ResultRecord, ResultsStore
 from mimo_core.status import ExitStatus
 
 

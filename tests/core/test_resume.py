@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from mimo_core.status import ExitStatus
 from testkit.scripted_llm import call, turns
 from testkit.tasks import write_config, write_tasks

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.agent_msgs import read_step, steps
-from mimo_core.results import ResultsStore
+from mimo_core.records.model_calls import read_step, steps
+from mimo_core.records.results import ResultsStore
+from mimo_core.records.trajectory import read_trajectory
 from mimo_core.status import ExitStatus
-from mimo_core.trajectory import read_trajectory
 from testkit.scripted_llm import Reply, call, turns
 from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import SECRET, run_cli

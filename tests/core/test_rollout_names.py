@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.results import ResultsStore
-from mimo_core.rollout_names import folder_name, legacy_folder_name
-from mimo_core.trajectory import read_trajectory
+from mimo_core.records.results import ResultsStore
+from mimo_core.records.trajectory import read_trajectory
+from mimo_core.run.folder_names import folder_name, legacy_folder_name
 from testkit.scripted_llm import call, turns
 from testkit.tasks import EVAL, write_config
 from tests.core.conftest import run_cli

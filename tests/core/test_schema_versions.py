@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.agent_msgs import STEPS_SCHEMA_VERSION, AgentMsgsError, StepWriter, iter_steps, read_step
 from mimo_core.errors import UnknownSchemaError
-from mimo_core.results import RESULTS_SCHEMA_VERSION, ResultRecord, ResultsStore
+from mimo_core.records.model_calls import STEPS_SCHEMA_VERSION, AgentMsgsError, StepWriter, iter_steps, read_step
+from mimo_core.records.results import RESULTS_SCHEMA_VERSION, ResultRecord, ResultsStore
 from mimo_core.status import ExitStatus
 from tests.core.conftest import REPO
 

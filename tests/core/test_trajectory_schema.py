@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.batch import run_jobs
-from mimo_core.config import load_config
+from mimo_core.config import read_config
 from mimo_core.datasets.loader import load_tasks
-from mimo_core.plan import RunRequest, plan_run
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
+from mimo_core.records.trajectory import SCHEMA_VERSION, read_trajectory
+from mimo_core.run.batch import run_jobs
+from mimo_core.run.plan import RunRequest, plan_run
 from mimo_core.status import ExitStatus
-from mimo_core.trajectory import SCHEMA_VERSION, read_trajectory
 from testkit.scripted_llm import call, turns
 from testkit.tasks import write_config
 from tests.core.conftest import SECRET, base_url
@@ -73,7 +73,7 @@ def test_a_crashing_verifier_gives_traj_and_results_the_same_status(tmp_path: Pa
     data.write_text(json.dumps({"instance_id": "crash", "dataset_type": "generic", "repo_dir": "repo",
                                 "eval_script": CRASHING_VERIFIER, "problem_statement": "Say goodbye."}) + "\n")
     out = tmp_path / "out"
-    config = load_config(write_config(tmp_path, "cfg"))
+    config = read_config(write_config(tmp_path, "cfg"))
     request = RunRequest(dataset=str(data), configs=[config.path], output_dir=out, run_id="run-crash")
     [record] = run_jobs(plan_run(request, load_tasks(str(data)), [config]).jobs)
     traj = read_trajectory(out / record.output_dir / "traj.json")

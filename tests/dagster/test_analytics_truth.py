@@ -16,7 +16,7 @@ from statsmodels.stats.proportion import confint_proportions_2indep, proportion_
 from mimo_assets.analysis.ab import newcombe_paired
 from mimo_assets.definitions import defs
 from mimo_assets.partitions import dataset_name
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from testkit.scripted_llm import Reply, Request, ScriptedLLM, call
 from testkit.tasks import EVAL, write_named_config
 from tests.dagster.conftest import EDIT, private_dagster_env, run_cli

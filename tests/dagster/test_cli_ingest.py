@@ -134,7 +134,7 @@ def test_an_entry_being_recorded_is_left_alone_and_a_repeat_records_nothing_twic
 def test_a_running_cli_run_is_not_recorded_until_it_ends(tmp_path: Path, dagster_env) -> None:
     """An entry whose process is alive is running; once it ends (or dies) it is ready."""
     from mimo_assets.cli_recording.feed import RecordingHeader
-    from mimo_core.plan import RunRequest
+    from mimo_core.run.plan import RunRequest
 
     home = Path(dagster_env["DAGSTER_HOME"])
     request = RunRequest(dataset="d.jsonl", configs=["c.yaml"], output_dir=tmp_path / "out", run_id="alive")

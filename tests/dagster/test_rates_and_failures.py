@@ -1,5 +1,5 @@
 """One run, read three ways (issue 35): the CLI's end-of-run table and Dagster's tables give the same rates
-under the same names (mimo_core.rates); the status and usage tables count every rollout of results.jsonl,
+under the same names (mimo_core.records.rates); the status and usage tables count every rollout of results.jsonl,
 infrastructure errors and their cost included; and a failed partition's page, asked through the
 webserver's GraphQL exactly as the UI asks it, says why it failed."""
 
@@ -16,8 +16,8 @@ from dagster import AssetKey
 
 from mimo_assets.definitions import defs
 from mimo_assets.instance.home import get_instance
-from mimo_core import rates
-from mimo_core.results import ResultsStore
+from mimo_core.records import rates
+from mimo_core.records.results import ResultsStore
 from testkit.tasks import write_named_config, write_tasks
 from tests.dagster.conftest import pk, run_cli
 from tests.dagster.test_webserver_ui import _post, webserver  # noqa: F401 (a fixture)

@@ -18,8 +18,8 @@ from mimo_assets.definitions import defs
 from mimo_assets.instance.home import get_instance
 from mimo_assets.partitions import dataset_name, partition_key
 from mimo_assets.rerun import CELLS_OP, RERUN_OF_TAG, failed_partitions
-from mimo_core.plan import RunRequest
-from mimo_core.results import RESULTS_FILE, ResultRecord
+from mimo_core.records.results import RESULTS_FILE, ResultRecord
+from mimo_core.run.plan import RunRequest
 from mimo_core.status import ExitStatus
 from testkit.tasks import write_named_config, write_tasks
 from tests.dagster.conftest import run_cli

@@ -1,4 +1,4 @@
-"""A run's fields are written once, in mimo_core.plan.RunRequest: the Dagster `evaluate` run config and the
+"""A run's fields are written once, in mimo_core.run.plan.RunRequest: the Dagster `evaluate` run config and the
 `mimoagent` command line are derived from it and cannot drift from it."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from pydantic import Field
 
 from mimo_assets.evaluate import FILLED_BY_THE_RUN, EvaluateConfig
-from mimo_core import cli
+from mimo_core.cli import main as cli
 from mimo_core.errors import ConfigError
-from mimo_core.plan import RunRequest, request_fields
+from mimo_core.run.plan import RunRequest, request_fields
 from mimo_core.status import ExitStatus
 
 RUN_ONLY = {"workers"}  # the evaluate job's own: how it runs, not what it plans

@@ -10,7 +10,7 @@ import pytest
 from mimo_assets.analysis import ab, stats
 from mimo_assets.analysis.plots import pass_rate_png
 from mimo_assets.analysis.table import frame_from_run_dirs
-from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.records.results import ResultRecord, ResultsStore
 from mimo_core.status import ExitStatus
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.batch import run_jobs
-from mimo_core.config import load_config
+from mimo_core.config import read_config
 from mimo_core.datasets.loader import load_tasks
-from mimo_core.plan import RunRequest, plan_run
+from mimo_core.run.batch import run_jobs
+from mimo_core.run.plan import RunRequest, plan_run
 from testkit.scripted_llm import call, turns
 from tests.core.conftest import SECRET, base_url
 from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_rows
@@ -32,7 +32,7 @@ def test_strict_collect_in_a_container_matches_the_official_hook(
     scripted_llm.set_responder(turns(call("bash", command=script), call("submit")))
     name = f"harbor-{uuid.uuid4().hex[:6]}"
     rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", name, image=True))
-    config = load_config(write_harbor_config(tmp_path, environment={"environment_class": "docker"}))
+    config = read_config(write_harbor_config(tmp_path, environment={"environment_class": "docker"}))
     request = RunRequest(dataset=str(rows), configs=[config.path], output_dir=tmp_path / "out", run_id="run-test")
     [record] = run_jobs(plan_run(request, load_tasks(str(rows)), [config]).jobs)
     assert (record.exit_status, record.reward) == ("submitted", reward), record.error

@@ -13,7 +13,7 @@ import pytest
 
 from mimo_core.exports.source import ExportFilter
 from mimo_core.exports.write import run_export
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from mimo_core.status import ExitStatus
 from testkit.scripted_llm import ScriptedLLM, call
 from testkit.tasks import write_config, write_tasks

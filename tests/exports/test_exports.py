@@ -98,7 +98,7 @@ def test_atif_export_validates_against_harbors_model(scripted_run: ScriptedRun, 
 
 def test_return_token_ids_on_another_protocol_is_a_config_error(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from mimo_core.config import load_configs
+    from mimo_core.config import read_configs
     from mimo_core.errors import ConfigError
     from testkit.tasks import write_config
 
@@ -107,7 +107,7 @@ def test_return_token_ids_on_another_protocol_is_a_config_error(tmp_path: Path,
     cfg = write_config(tmp_path, "resp", protocol="responses")
     cfg.write_text(cfg.read_text().replace("model_name:", "return_token_ids: true\n  model_name:"))
     with pytest.raises(ConfigError) as exc:
-        load_configs([str(cfg)])
+        read_configs([str(cfg)])
     assert "return_token_ids needs protocol: chat" in str(exc.value) and str(cfg) in str(exc.value)
     assert len(str(exc.value).splitlines()) == 1
 

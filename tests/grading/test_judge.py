@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mimo_core.agent_msgs import steps
 from mimo_core.config import JudgeAgentConfig, ModelConfig, RetryConfig
 from mimo_core.datasets.base import Rubric
 from mimo_core.datasets.generic import GenericTask
 from mimo_core.grading.rubric import parse_verdict, rubric_items
+from mimo_core.records.model_calls import steps
 from mimo_core.status import ExitStatus
 from testkit.scripted_llm import ScriptedLLM, call, turns
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from mimo_core.batch import run_jobs
 from mimo_core.datasets.harbor import convert_task
-from mimo_core.plan import RunRequest, plan_run
-from mimo_core.results import ResultRecord
+from mimo_core.records.results import ResultRecord
+from mimo_core.run.batch import run_jobs
+from mimo_core.run.plan import RunRequest, plan_run
 from tests.core.conftest import SECRET, base_url
 
 HOOK = ("cd /app && mkdir -p /logs/artifacts && "

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.config import load_config
+from mimo_core.config import read_config
 from mimo_core.datasets.loader import load_tasks
-from mimo_core.results import ResultsStore
-from mimo_core.rollout import RolloutJob, run_one
+from mimo_core.records.results import ResultsStore
+from mimo_core.run.rollout import RolloutJob, run_one
 from tests.core.conftest import run_cli
 from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_rows
 
@@ -34,7 +34,7 @@ def test_a_rollout_started_without_planning_is_an_environment_error_not_a_fail(t
     monkeypatch.setenv("MIMO_TEST_API_KEY", "unused")
     rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks", "needs-image", image=True))
     [task] = load_tasks(str(rows))
-    job = RolloutJob(task=task, config=load_config(write_harbor_config(tmp_path)), output_dir=tmp_path / "out",
+    job = RolloutJob(task=task, config=read_config(write_harbor_config(tmp_path)), output_dir=tmp_path / "out",
                      run_id="r", recalc="gt")
     record = run_one(job)
     assert (record.exit_status, record.reward, record.passed, record.infra_error) == (

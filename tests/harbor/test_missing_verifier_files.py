@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from tests.core.conftest import REPO, run_cli
 from tests.harbor.conftest import write_harbor_config
 

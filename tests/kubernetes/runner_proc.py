@@ -11,10 +11,10 @@ from __future__ import annotations
 import sys
 import time
 
+from mimo_core.cli.signals import install
 from mimo_core.config import EnvironmentConfig
 from mimo_core.environments.base import SandboxSpec
 from mimo_core.environments.kubernetes.environment import KubernetesEnvironment
-from mimo_core.stop_signals import install
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ from mimo_core.datasets.loader import load_tasks
 from mimo_core.datasets.registry import get_dataset_type
 from mimo_core.environments.base import SandboxSpec
 from mimo_core.environments.kubernetes.environment import KubernetesEnvironment
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from testkit.scripted_llm import Reply, call, turns
 from testkit.tasks import write_config
 from tests.core.conftest import SECRET, run_cli

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mimo_core.config import load_config
+from mimo_core.config import read_config
 from mimo_core.config_checks import check_config
 from mimo_core.errors import ConfigError, SandboxError
 from testkit.k8s_standin import V4, StandIn
@@ -129,4 +129,4 @@ def test_backend_kwargs_are_checked_when_the_config_loads(tmp_path: Path, kwargs
     path = tmp_path / "k8s.yaml"
     path.write_text(yaml.safe_dump({"environment": {"environment_class": "kubernetes", "backend_kwargs": kwargs}}))
     with pytest.raises(ConfigError, match=rf"k8s.yaml: environment.backend_kwargs \(kubernetes\): {problem}"):
-        check_config(load_config(path))
+        check_config(read_config(path))

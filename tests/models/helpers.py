@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from mimo_core.config import ModelConfig, PricingConfig, RetryConfig
-from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.factory import make_model
+from mimo_core.models.messages import Message, ToolSchema
 from testkit.scripted_llm import ScriptedLLM
 
 API_KEY = "sk-test-secret-key-123"

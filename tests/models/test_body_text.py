@@ -82,7 +82,7 @@ def test_bodies_with_non_string_keys_fall_back_to_plain_encoding() -> None:
 
 
 def test_wire_lists_follow_the_history_appended_trimmed_and_rebuilt() -> None:
-    from mimo_core.messages import Message
+    from mimo_core.models.messages import Message
 
     wires = WireLists()
     history = [Message(role="user", content=f"m{i}") for i in range(3)]

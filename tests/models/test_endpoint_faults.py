@@ -11,7 +11,7 @@ import pytest
 
 from mimo_core.config import RetryConfig
 from mimo_core.errors import ModelAuthError, ModelBadRequestError, ModelInterrupted, ModelRetriesExhausted
-from mimo_core.messages import Message, ToolCall
+from mimo_core.models.messages import Message, ToolCall
 from mimo_core.status import ExitStatus
 from testkit.scripted_llm import Reply, turns
 from tests.models.helpers import API_KEY, BASH, PROTOCOLS, model_for, start_messages

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.config import load_config
+from mimo_core.config import read_config
 from tests.models.helpers import PROTOCOLS, model_for, start_messages
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ def test_max_output_tokens_is_sent_under_the_protocols_name(scripted_llm, protoc
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_config_caps_the_output_of_each_reply(path: Path, monkeypatch) -> None:
-    cfg = load_config(path).config
+    cfg = read_config(path).config
     models = [cfg.model] if cfg.agent.type == "default" else []  # CLI agents make their own calls
     if cfg.environment.judge_agent is not None:
         models.append(cfg.environment.judge_agent.model)
@@ -33,7 +33,7 @@ def test_every_shipped_config_caps_the_output_of_each_reply(path: Path, monkeypa
 
 
 def test_the_cap_stays_readable_in_saved_configs_while_secrets_are_redacted() -> None:
-    from mimo_core.config import redact
+    from mimo_core.config import mask_secret_keys as redact
 
     saved = redact({"max_output_tokens": 64, "max_tokens": 32, "auth_token": "t0ken-value", "api_key": "sk-x"})
     assert saved == {"max_output_tokens": 64, "max_tokens": 32, "auth_token": "***", "api_key": "***"}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mimo_core.errors import ModelBadRequestError
-from mimo_core.messages import Message
+from mimo_core.models.messages import Message
 from testkit.scripted_llm import Reply, call, signature_for, turns
 from tests.models.helpers import API_KEY, BASH, PROTOCOLS, model_for, start_messages
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from mimo_core.agents.blackbox.proxy import RecordingProxy
-from mimo_core.batch import run_jobs
 from mimo_core.config import RetryConfig
 from mimo_core.errors import ModelInterrupted, ModelRetriesExhausted
-from mimo_core.plan import RunRequest, plan_run
+from mimo_core.run.batch import run_jobs
+from mimo_core.run.plan import RunRequest, plan_run
 from mimo_core.status import ExitStatus
 from testkit.slow_server import MODES, SlowServer
 from testkit.tasks import write_config, write_tasks

@@ -78,8 +78,8 @@ def test_missing_api_key_is_an_auth_error_naming_the_model(monkeypatch):
 
 
 def test_wire_form_is_cached_per_message_and_not_shared_by_copies() -> None:
-    from mimo_core.messages import Message
     from mimo_core.models.chat import message_to_chat
+    from mimo_core.models.messages import Message
 
     m = Message(role="user", content="hi")
     first = m.wire("chat", message_to_chat)

@@ -30,7 +30,7 @@ def test_every_public_name_is_its_modules_own_object() -> None:
         value = getattr(mimo_core, name)
         assert value is getattr(sys.modules[module], mimo_core._ALIASES.get(name, name)), name
     assert set(mimo_core.__all__) <= set(dir(mimo_core))
-    assert mimo_core.load_config.__name__ == "load_checked_config"  # the checked one, as the CLI loads
+    assert mimo_core.load_config.__name__ == "load_config"  # the checked one, as the CLI loads
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = mimo_core.nope
 

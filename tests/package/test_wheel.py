@@ -70,7 +70,7 @@ def test_wheel_holds_the_product_and_no_test_support(wheel: Path) -> None:
     assert tops == set(PRODUCT), tops
     shipped_support = [n for n in names if any(part in SUPPORT or part == "testing" for part in n.split("/")[:-1])]
     assert shipped_support == []
-    assert "mimo_core/rollout.py" in names and "mimo_assets/definitions.py" in names
+    assert "mimo_core/run/rollout.py" in names and "mimo_assets/definitions.py" in names
 
 
 def test_the_product_imports_on_its_runtime_dependencies_alone(wheel: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance
 
 from mimo_assets.definitions import defs
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from testkit.ray_cluster import RayTestCluster
 from testkit.tasks import write_named_config, write_tasks
 from tests.dagster.conftest import dagster_env, llm, pk, run_cli  # noqa: F401 - fixtures used here

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from testkit.ray_cluster import RayTestCluster
 from testkit.scripted_llm import call, turns
 from testkit.tasks import write_config, write_tasks

@@ -7,20 +7,20 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from mimo_core.config import load_configs
+from mimo_core.config import read_configs
 from mimo_core.datasets.loader import load_tasks
-from mimo_core.ray_runner.files import commit
-from mimo_core.ray_runner.remote import pack_dir
-from mimo_core.results import ResultsStore
-from mimo_core.rollout import RolloutJob, write_failure
+from mimo_core.records.results import ResultsStore
+from mimo_core.records.trajectory import read_trajectory
+from mimo_core.run.ray.files import commit
+from mimo_core.run.ray.remote import pack_dir
+from mimo_core.run.rollout import RolloutJob, write_failure
 from mimo_core.status import ExitStatus
-from mimo_core.trajectory import read_trajectory
 from testkit.tasks import write_config, write_tasks
 
 
 def _job(tmp_path: Path, run_id: str) -> RolloutJob:
     [task] = load_tasks(str(write_tasks(tmp_path, 1)))
-    [config] = load_configs([str(write_config(tmp_path, "cfg"))], [])
+    [config] = read_configs([str(write_config(tmp_path, "cfg"))], [])
     return RolloutJob(task=task, config=config, output_dir=tmp_path / "out", run_id=run_id)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tests.core.conftest import REPO
 
-CHILD = "import sys; sys.path[:0] = sys.argv[1:3]; from mimo_core.cli import main; sys.exit(main(sys.argv[3:]))"
+CHILD = "import sys; sys.path[:0] = sys.argv[1:3]; from mimo_core.cli.main import main; sys.exit(main(sys.argv[3:]))"
 
 
 def _packages_without_ray(into: Path) -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mimo_core.results import ResultsStore
+from mimo_core.records.results import ResultsStore
 from testkit.ray_cluster import RayTestCluster
 from tests.core.conftest import REPO
 from tests.ray.conftest import ray_args, ray_cli_env, rollout_files, run_mimo

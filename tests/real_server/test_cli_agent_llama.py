@@ -4,7 +4,7 @@ ends on its step limit, and a stopped run is `interrupted` with its call in flig
 
 from __future__ import annotations
 
-from mimo_core.agent_msgs import iter_steps
+from mimo_core.records.model_calls import iter_steps
 from mimo_core.status import ExitStatus
 from testkit.llama_server import LlamaServer
 from tests.cli_agents.conftest import CACHE, run_cli_rollout
@@ -41,8 +41,8 @@ def test_a_stopped_cli_rollout_is_interrupted_and_its_call_in_flight_recorded(
     import time
     import urllib.request
 
-    from mimo_core.plan import RunRequest, plan_run
-    from mimo_core.results import ResultsStore
+    from mimo_core.records.results import ResultsStore
+    from mimo_core.run.plan import RunRequest, plan_run
     from testkit.tasks import write_tasks
     from tests.cli_agents.conftest import write_cli_config
     from tests.core.conftest import REPO

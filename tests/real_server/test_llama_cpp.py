@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.agent_msgs import iter_steps
-from mimo_core.batch import run_jobs
-from mimo_core.config import load_config
+from mimo_core.config import read_config
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.exports.write import run_export
-from mimo_core.plan import RunRequest, plan_run
-from mimo_core.results import ResultRecord
+from mimo_core.records.model_calls import iter_steps
+from mimo_core.records.results import ResultRecord
+from mimo_core.records.trajectory import Trajectory, read_trajectory
+from mimo_core.run.batch import run_jobs
+from mimo_core.run.plan import RunRequest, plan_run
 from mimo_core.status import ExitStatus
-from mimo_core.trajectory import Trajectory, read_trajectory
 from testkit.llama_server import LlamaServer
 from testkit.tasks import write_tasks
 from tests.real_server.conftest import MAX_TOKENS, llama_config
@@ -46,7 +46,7 @@ def run_rollout(folder: Path, config: Path, cancel: threading.Event | None = Non
         data.write_text(json.dumps({**row, "problem_statement": problem}) + "\n")
     out = folder / "out"
     request = RunRequest(dataset=str(data), configs=[str(config)], output_dir=out, run_id=folder.name)
-    [record] = run_jobs(plan_run(request, load_tasks(str(data)), [load_config(config)]).jobs, cancel=cancel)
+    [record] = run_jobs(plan_run(request, load_tasks(str(data)), [read_config(config)]).jobs, cancel=cancel)
     return Rollout(record, out / record.output_dir, out)
 
 

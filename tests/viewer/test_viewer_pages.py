@@ -10,7 +10,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from mimo_core.results import ResultRecord, ResultsStore
+from mimo_core.records.results import ResultRecord, ResultsStore
 from mimo_core.viewer.urls import DEFAULT_VIEWER_URL, VIEWER_URL_ENV, folder_slug, rollout_url, viewer_base_url
 from testkit.chromium import visible_text
 from testkit.output_folders import write_output_folder

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.results import ResultsStore
-from mimo_core.trajectory import read_trajectory
+from mimo_core.records.results import ResultsStore
+from mimo_core.records.trajectory import read_trajectory
 from mimo_core.viewer.urls import rollout_url
 from testkit.cdp import Browser
 from testkit.chromium import visible_text
@@ -51,7 +51,7 @@ def test_run_page_lists_every_rollout_with_the_summary_per_config(viewer: Viewer
     assert sum(" a 0 submitted 1 " in r for r in listed) == 3 and sum(" b 0 step_limit 0 " in r for r in listed) == 3
     assert "6 of 6 rollouts" in visible_text(html)
     summary = visible_text(re.search(r'<table class="summary">.*?</table>', html, re.S).group(0))
-    assert "pass rate (of graded) pass rate (of attempted)" in summary, summary  # mimo_core.rates' names
+    assert "pass rate (of graded) pass rate (of attempted)" in summary, summary  # mimo_core.records.rates' names
     assert re.search(r"a 3 3 0 3 3 100\.0% 100\.0% - 3\.0", summary) and re.search(
         r"b 3 3 0 3 0 0\.0% 0\.0% - 2\.0", summary), summary
     print(f"screenshot: {browser.screenshot(ARTIFACTS / 'viewer_run_page.png')}")

@@ -16,7 +16,7 @@ import shlex
 from typing import Any
 
 from mimo_core.agents.blackbox.spec import CliRun, CliSpec, Conversation, assistant, jsonl, text_of
-from mimo_core.messages import Message
+from mimo_core.models.messages import Message
 
 KEY_VAR = "MIMOAGENT_CODEX_API_KEY"
 

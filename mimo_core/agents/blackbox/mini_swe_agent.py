@@ -14,7 +14,7 @@ import json
 import shlex
 
 from mimo_core.agents.blackbox.spec import CliRun, CliSpec, Conversation, assistant
-from mimo_core.messages import Message
+from mimo_core.models.messages import Message
 
 
 class MiniSweAgent(CliSpec):

@@ -17,7 +17,7 @@ import shlex
 from typing import Any
 
 from mimo_core.agents.blackbox.spec import CliRun, CliSpec, Conversation, assistant, jsonl
-from mimo_core.messages import Message
+from mimo_core.models.messages import Message
 
 KEY_VAR = "MIMOAGENT_OPENCODE_API_KEY"
 PLUGIN_PACKAGE = "@opencode-ai/plugin"

@@ -23,11 +23,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mimo_core.agents.blackbox.inflight import InFlight, Watchdog
+from mimo_core.agents.blackbox.loopback_server import LoopbackServer
 from mimo_core.agents.blackbox.streams import protocol_of, reassemble, usage_of
 from mimo_core.config import PricingConfig
-from mimo_core.loopback_server import LoopbackServer
-from mimo_core.models._common import compute_cost
 from mimo_core.models.base import CallRecord, Usage
+from mimo_core.models.protocol import compute_cost
 
 Sink = Callable[[int, dict[str, Any], dict[str, Any], str], None]  # step, request, response, request as sent
 _HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding",

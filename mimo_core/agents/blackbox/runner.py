@@ -17,9 +17,9 @@ from mimo_core.config import AgentConfig, ModelConfig
 from mimo_core.datasets.base import Task
 from mimo_core.environments.base import Environment
 from mimo_core.errors import ConfigError
-from mimo_core.messages import Message
 from mimo_core.models.base import Usage
 from mimo_core.models.endpoint import api_key, base_url
+from mimo_core.models.messages import Message
 from mimo_core.models.retry import is_context_overflow
 from mimo_core.status import ExitStatus
 

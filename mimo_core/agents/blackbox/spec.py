@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from mimo_core.messages import Message, ToolCall, ToolSchema
+from mimo_core.models.messages import Message, ToolCall, ToolSchema
 
 
 class CliRun(BaseModel):

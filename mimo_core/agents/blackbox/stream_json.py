@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from mimo_core.agents.blackbox.spec import Conversation, assistant, jsonl, text_of
-from mimo_core.messages import Message
+from mimo_core.models.messages import Message
 
 
 def stream_json_conversation(stdout: str) -> Conversation:

@@ -60,7 +60,7 @@ from mimo_core.environments.local.task_cwd import bwrap_cwd_problem, missing_cwd
 from mimo_core.environments.shell import MAX_CAPTURE, ShellResult, ShellSession, ShellStream
 from mimo_core.environments.tool_path import tool_path
 from mimo_core.errors import SandboxError
-from mimo_core.stopping import copy_tree
+from mimo_core.run.host_cancel import copy_tree
 
 if TYPE_CHECKING:
     from mimo_core.config import EnvironmentConfig

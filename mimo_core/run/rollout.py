@@ -20,15 +20,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from mimo_core.agents.base import AgentResult
-from mimo_core.attempts import is_finished_attempt, keep_failed_attempt
-from mimo_core.blame import GradingFailed, WorkdirDestroyed, budget_exceeded, check_workdir
+from mimo_core.base.atomic_files import write_json, write_model_json
+from mimo_core.base.redaction import redact, register_environment
 from mimo_core.config import NamedConfig
 from mimo_core.containment.detect import Watch
 from mimo_core.containment.events import attempts, counts
 from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.datasets.requirements import preflight
 from mimo_core.datasets.task_limits import agent_deadline, with_task_limits
-from mimo_core.disk import disk_full, is_disk_full
 from mimo_core.environments.base import (
     LABEL_CONFIG,
     LABEL_INSTANCE,
@@ -42,7 +41,14 @@ from mimo_core.errors import MimoError, SandboxError, status_of
 from mimo_core.grading.evidence import keep_verifier_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
-from mimo_core.grading_phase import (
+from mimo_core.limits import set_limits
+from mimo_core.records.results import ResultRecord, ResultsStore
+from mimo_core.records.trajectory import ModelInfo, Timings, Trajectory, read_trajectory
+from mimo_core.run.attempts import is_finished_attempt, keep_failed_attempt
+from mimo_core.run.blame import GradingFailed, WorkdirDestroyed, budget_exceeded, check_workdir
+from mimo_core.run.disk_full import disk_full, is_disk_full
+from mimo_core.run.folder_names import folder_name, legacy_folder_name
+from mimo_core.run.grading_phase import (
     begin_grading,
     blame,
     enter_grading,
@@ -51,15 +57,10 @@ from mimo_core.grading_phase import (
     mark_baseline,
     sandbox_gone,
 )
-from mimo_core.limits import set_limits
-from mimo_core.redaction import redact, register_environment
-from mimo_core.reference_check import reference_grades_cleanly
-from mimo_core.results import ResultRecord, ResultsStore, write_json, write_model_json
-from mimo_core.rollout_files import RolloutFiles
-from mimo_core.rollout_names import folder_name, legacy_folder_name
+from mimo_core.run.host_cancel import cancellable
+from mimo_core.run.reference_check import reference_grades_cleanly
+from mimo_core.run.rollout_logs import RolloutFiles
 from mimo_core.status import INFRA_STATUSES, UNGRADED_STATUSES, ExitStatus
-from mimo_core.stopping import cancellable
-from mimo_core.trajectory import ModelInfo, Timings, Trajectory, read_trajectory
 
 GT = "gt"
 

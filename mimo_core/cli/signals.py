@@ -103,7 +103,7 @@ def _watch(read_fd: int, main_ident: int | None) -> None:
 
 
 def _stop_gently(main_ident: int | None) -> None:
-    from mimo_core.batch import cancel_all
+    from mimo_core.run.batch import cancel_all
 
     cancel_all()
     if main_ident is not None:
@@ -124,9 +124,9 @@ def _stop_now() -> NoReturn:
 
 
 def _stop_sandboxes() -> None:
-    from mimo_core.batch import cancel_all
     from mimo_core.environments.live import stop_all
     from mimo_core.environments.local.cleanup import remove_process_scratch
+    from mimo_core.run.batch import cancel_all
 
     print("\nmimoagent: stopping now (second signal); rerun the command to resume", file=sys.stderr, flush=True)
     cancel_all()  # in case the second signal came before the first one's handling set it

@@ -10,10 +10,10 @@ import sys
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Protocol
 
-from mimo_core.results import ResultRecord
+from mimo_core.records.results import ResultRecord
 
 if TYPE_CHECKING:
-    from mimo_core.plan import RunPlan, RunRequest
+    from mimo_core.run.plan import RunPlan, RunRequest
 
 GROUP = "mimoagent.observers"
 

@@ -19,17 +19,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
 
-from mimo_core.cli_inputs import resolved_dir
+from mimo_core.cli.input_checks import resolved_dir
 from mimo_core.config import NamedConfig, assign_config
 from mimo_core.config_checks import check_templates_fit
 from mimo_core.datasets.base import Task
 from mimo_core.datasets.requirements import check_runnable
 from mimo_core.errors import ConfigError
-from mimo_core.input_change import input_changed, repo_fingerprint
-from mimo_core.results import RESULTS_FILE, ResultsStore
-from mimo_core.rollout import GT, RolloutJob
+from mimo_core.records.results import RESULTS_FILE, ResultsStore
+from mimo_core.records.trajectory import read_trajectory
+from mimo_core.run.input_change import input_changed, repo_fingerprint
+from mimo_core.run.rollout import GT, RolloutJob
 from mimo_core.status import ExitStatus
-from mimo_core.trajectory import read_trajectory
 
 
 def new_run_id() -> str:
@@ -110,9 +110,9 @@ def plan_run(
     the request when not given; a caller that already holds them (to register them, to warm models, or
     rows kept by Dagster) passes them in."""
     if configs is None:
-        from mimo_core.config_checks import load_checked_configs
+        from mimo_core.config_checks import load_configs
 
-        configs = load_checked_configs(request.configs, request.overrides)
+        configs = load_configs(request.configs, request.overrides)
     if tasks is None:
         from mimo_core.datasets.loader import load_tasks
 

@@ -14,18 +14,18 @@ import threading
 import time
 from typing import Any
 
+from mimo_core.base.redaction import register
 from mimo_core.config import ModelConfig, PricingConfig
 from mimo_core.errors import ModelError, ModelInterrupted
-from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.base import ModelResponse, Usage
 from mimo_core.models.body_text import BodyEncoder, WireLists
 from mimo_core.models.call_limits import bounded, bounded_client_kwargs
 from mimo_core.models.endpoint import host_of
 from mimo_core.models.interruptible import Cancelled, call_interruptibly
+from mimo_core.models.messages import Message, ToolSchema
 from mimo_core.models.retry import UnusableReply, call_with_retry
 from mimo_core.models.secrets import client_secrets, scrub
 from mimo_core.models.tool_args import tool_choice_for
-from mimo_core.redaction import register
 
 # Keys that configure the SDK client rather than the request body (and never enter `request`).
 CLIENT_KEYS = frozenset({

@@ -8,9 +8,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from mimo_core.agent_msgs import StepWriter
+from mimo_core.base.redaction import redact, redact_bytes
 from mimo_core.containment.detect import ContainmentLog, Watch
-from mimo_core.redaction import redact, redact_bytes
+from mimo_core.records.model_calls import StepWriter
 
 
 class RolloutFiles:
@@ -34,7 +34,7 @@ class RolloutFiles:
         self, step: int, request: dict[str, Any], response: dict[str, Any], request_json: str | None = None
     ) -> None:
         """The exact request and the response of one call: a training sample, written as the delta from
-        the previous call's request (mimo_core/agent_msgs.py), so a rollout's writes stay linear."""
+        the previous call's request (mimo_core/records/model_calls.py), so a rollout's writes stay linear."""
         self._steps.record(step, request, response, request_json)
 
     def note_tool_call(self, step: int, tool: str, arguments: str, output: str) -> None:

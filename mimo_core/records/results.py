@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -23,8 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, computed_field, field_validator
 
+from mimo_core.base.atomic_files import atomic_write_text
+from mimo_core.base.redaction import redact
 from mimo_core.errors import UnknownSchemaError
-from mimo_core.redaction import redact
 from mimo_core.status import INFRA_STATUSES, INPUT_STATUSES, ExitStatus
 
 RESULTS_FILE = "results.jsonl"
@@ -137,20 +137,6 @@ def _locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def atomic_write_text(path: Path, text: str, durable: bool = True) -> None:
-    """Write via a temp file and rename, so a reader never sees half a file. `durable=False` skips the
-    fsync (≈0.5 ms) for files that a crash may lose without harm, such as per-step training samples of a
-    rollout that is not yet finished (its results.jsonl line, written durably, comes later)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write(redact(text))
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 _Key = tuple[str, str, int]
@@ -266,14 +252,3 @@ class ResultsStore:
         keys = set(self.load())
         _key_index[path] = (version, keys)
         return keys
-
-
-def write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-
-
-def write_model_json(path: Path, model: BaseModel) -> None:
-    """A model as indented JSON, by pydantic's own serializer: the same text as `write_json` of its
-    JSON dump, 4-6x faster (the stdlib's indenting encoder is pure Python; a traj.json of 200 steps
-    took ~6 ms)."""
-    atomic_write_text(path, model.model_dump_json(indent=2, fallback=str) + "\n")

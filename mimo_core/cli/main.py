@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from mimo_core.cli_args import statuses_arg
-from mimo_core.disk import DiskFull
+from mimo_core.cli.arg_types import statuses_arg
 from mimo_core.errors import MimoError
+from mimo_core.run.disk_full import DiskFull
 
 EXIT_BAD_INPUT = 2
 EXIT_ALL_INFRA = 3  # every rollout this run ran ended in an infrastructure error (nothing was graded)
@@ -85,7 +85,7 @@ def build_cleanup_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mimo_core.stop_signals import install, leave
+    from mimo_core.cli.signals import install, leave
 
     argv = list(sys.argv[1:] if argv is None else argv)
     install()  # SIGTERM and SIGHUP stop like Ctrl-C; a second signal stops at once
@@ -169,7 +169,7 @@ def _ray_options(args: argparse.Namespace) -> Any:
         if args.ray_address is not None or args.ray_resources is not None:
             raise ConfigError("--ray-address and --ray-resources need --runner ray")
         return None
-    from mimo_core.ray_runner.options import RayOptions, parse_resources, require_ray
+    from mimo_core.run.ray.options import RayOptions, parse_resources, require_ray
 
     require_ray()
     resources = parse_resources(args.ray_resources) if args.ray_resources else None
@@ -177,17 +177,17 @@ def _ray_options(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from mimo_core.cli_inputs import check_not_empty, check_output_dir, check_override_secrets
-    from mimo_core.config_checks import load_checked_configs
+    from mimo_core.cli.input_checks import check_not_empty, check_output_dir, check_override_secrets
+    from mimo_core.config_checks import load_configs
     from mimo_core.datasets.loader import load_tasks
-    from mimo_core.output_lock import output_lock
-    from mimo_core.plan import select
+    from mimo_core.run.output_lock import output_lock
+    from mimo_core.run.plan import select
 
     _check_flags(args)
     request = _request(args)
     for override in request.overrides:
         check_override_secrets(override)
-    configs = load_checked_configs(request.configs, request.overrides)
+    configs = load_configs(request.configs, request.overrides)
     if request.recalc is None:
         _warm_models(configs)
     tasks = load_tasks(request.dataset, request.split)
@@ -199,9 +199,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], configs: list[Any], output: Path) -> int:
-    from mimo_core.observers import load_observers
-    from mimo_core.plan import plan_run
-    from mimo_core.results import ResultsStore
+    from mimo_core.records.results import ResultsStore
+    from mimo_core.run.observers import load_observers
+    from mimo_core.run.plan import plan_run
 
     aside = ResultsStore(output).repair()
     if aside is not None:
@@ -254,7 +254,7 @@ def _warm_models(configs: list[Any]) -> None:
     threading.Thread(target=warm, name="warm-models").start()
 
 
-# The flag (argparse dest) behind each RunRequest field (mimo_core.plan.request_fields); a field no flag
+# The flag (argparse dest) behind each RunRequest field (mimo_core.run.plan.request_fields); a field no flag
 # sets says why. tests/dagster/test_run_request_fields.py fails when RunRequest gains a field not listed.
 REQUEST_FLAGS = {
     "dataset": "dataset", "split": "split", "filter": "filter", "shuffle": "shuffle", "slice": "slice",
@@ -271,10 +271,10 @@ def _request(args: argparse.Namespace) -> Any:
     are given. A flag left unset (None) takes the request's default."""
     from pydantic import ValidationError
 
-    from mimo_core.cli_inputs import resolved_dir
+    from mimo_core.cli.input_checks import resolved_dir
     from mimo_core.config import parse_override
     from mimo_core.errors import ConfigError
-    from mimo_core.plan import request_from_fields
+    from mimo_core.run.plan import request_from_fields
 
     values = {field: getattr(args, dest) for field, dest in REQUEST_FLAGS.items()}
     values["configs"] = list(values["configs"])
@@ -292,8 +292,8 @@ def _request(args: argparse.Namespace) -> Any:
 def _run_with_progress(
     jobs: list[Any], workers: int, observers: list[Any], recalc: bool, ray: Any = None,
 ) -> list[Any]:
-    from mimo_core.batch import run_jobs
-    from mimo_core.summary import Tally
+    from mimo_core.cli.report import Tally
+    from mimo_core.run.batch import run_jobs
 
     tally = Tally(len(jobs))
     live = sys.stderr.isatty()
@@ -340,8 +340,8 @@ def _reason(record: Any) -> str:
 def _print_summary(output: Path, selected: frozenset[tuple[str, str, int]]) -> None:
     """The table covers the rollouts this run selected, finished now or by an earlier run (a resume shows
     the whole picture of its selection); records of other selections in the folder are counted beside it."""
-    from mimo_core.results import ResultsStore
-    from mimo_core.summary import render_table, summarize
+    from mimo_core.cli.report import render_table, summarize
+    from mimo_core.records.results import ResultsStore
 
     everything = ResultsStore(output).load()
     records = [r for k, r in everything.items() if k in selected]

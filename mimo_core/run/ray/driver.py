@@ -20,13 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mimo_core.disk import disk_full, is_disk_full
 from mimo_core.errors import ConfigError
-from mimo_core.ray_runner.files import commit
-from mimo_core.ray_runner.options import LOCAL, RayOptions
-from mimo_core.ray_runner.remote import CANCEL_GRACE_S, RemoteResult, pack_dir, run_remote
-from mimo_core.results import ResultRecord, ResultsStore
-from mimo_core.rollout import RolloutJob, write_failure
+from mimo_core.records.results import ResultRecord, ResultsStore
+from mimo_core.run.disk_full import disk_full, is_disk_full
+from mimo_core.run.ray.files import commit
+from mimo_core.run.ray.options import LOCAL, RayOptions
+from mimo_core.run.ray.remote import CANCEL_GRACE_S, RemoteResult, pack_dir, run_remote
+from mimo_core.run.rollout import RolloutJob, write_failure
 from mimo_core.status import ExitStatus
 
 

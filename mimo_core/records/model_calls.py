@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mimo_core.redaction import redact
+from mimo_core.base.redaction import redact
 
 # The body encoding of every protocol module (models/_common.py): compact, UTF-8 as is.
 encode_body = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode

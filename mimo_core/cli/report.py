@@ -7,12 +7,12 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from mimo_core import rates
-from mimo_core.results import ResultRecord
+from mimo_core.records import rates
+from mimo_core.records.results import ResultRecord
 
 
 class ConfigSummary(BaseModel):
-    """One config's row of the end-of-run table; its rates are mimo_core.rates' (the Dagster tables' too)."""
+    """One config's row of the end-of-run table; its rates are mimo_core.records.rates' (the Dagster tables' too)."""
 
     config: str
     instances: int = 0
@@ -74,7 +74,8 @@ def table_rows(summaries: list[ConfigSummary]) -> list[list[str]]:
 
 def render_table(summaries: list[ConfigSummary]) -> str:
     """A fixed-width text table: readable in a terminal, in CI logs and in a pasted issue. The rates are
-    named as everywhere else (mimo_core.rates): errors are infrastructure errors, graded = attempted − errors."""
+    named as everywhere else (mimo_core.records.rates): errors are infrastructure errors,
+    graded = attempted − errors."""
     head, rows = COLUMNS, table_rows(summaries)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)

@@ -6,9 +6,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mimo_core.base.redaction import is_secret_name
 from mimo_core.config import _VAR
 from mimo_core.errors import ConfigError
-from mimo_core.redaction import is_secret_name
 
 
 def resolved_dir(text: str, flag: str) -> Path:

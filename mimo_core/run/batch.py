@@ -1,4 +1,4 @@
-"""Run many rollouts on a worker pool, with Ctrl-C; what to run is planned in `mimo_core.plan`.
+"""Run many rollouts on a worker pool, with Ctrl-C; what to run is planned in `mimo_core.run.plan`.
 
 Rollouts spend their time waiting on the model and the sandbox, so threads give near-linear throughput;
 the framework's own CPU per step is kept small so that 8+ workers stay close to linear.
@@ -11,23 +11,23 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
-from mimo_core.results import ResultRecord
-from mimo_core.rollout import RolloutJob, run_one
+from mimo_core.records.results import ResultRecord
+from mimo_core.run.rollout import RolloutJob, run_one
 
 if TYPE_CHECKING:
-    from mimo_core.ray_runner.options import RayOptions
+    from mimo_core.run.ray.options import RayOptions
 
 
 def run_jobs(
     jobs: list[RolloutJob], workers: int = 1, on_result: Callable[[ResultRecord], None] | None = None,
     cancel: threading.Event | None = None, ray: RayOptions | None = None,
 ) -> list[ResultRecord]:
-    """Run jobs on a thread pool, or with `ray` on a Ray cluster (`mimo_core.ray_runner`). On Ctrl-C,
+    """Run jobs on a thread pool, or with `ray` on a Ray cluster (`mimo_core.run.ray`). On Ctrl-C,
     running rollouts stop at their next step (status `interrupted`; on Ray: cancelled, no record) and
     clean up their sandboxes before this returns; a resume does them again."""
     cancel = cancel or threading.Event()
     if ray is not None:
-        from mimo_core.ray_runner.driver import run_jobs_on_ray
+        from mimo_core.run.ray.driver import run_jobs_on_ray
 
         _running.add(cancel)
         try:
@@ -61,7 +61,7 @@ def run_jobs(
 
 def _start_one(job: RolloutJob, cancel: threading.Event) -> ResultRecord:
     """A rollout, once the host has room for it: below the low-water mark the run stops (disk.low_water)."""
-    from mimo_core.disk import low_water
+    from mimo_core.run.disk_full import low_water
 
     if (full := low_water(job)) is not None:
         raise full

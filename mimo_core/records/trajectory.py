@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, field_serializer, field_validator
 
 from mimo_core.containment.events import ContainmentEvent
-from mimo_core.messages import Message, ToolSchema
 from mimo_core.models.base import CallRecord, Usage
+from mimo_core.models.messages import Message, ToolSchema
 from mimo_core.status import ExitStatus
 
 if TYPE_CHECKING:

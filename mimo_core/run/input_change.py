@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mimo_core.results import ResultRecord
+from mimo_core.records.results import ResultRecord
 
 
 def folder_signature(folder: str) -> str | None:

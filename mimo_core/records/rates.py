@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mimo_core.results import ResultRecord
+from mimo_core.records.results import ResultRecord
 
 # identifier (a column, a field) → the label shown for it
 ATTEMPTED = "attempted"

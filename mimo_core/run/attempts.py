@@ -12,8 +12,8 @@ import os
 import shutil
 from pathlib import Path
 
+from mimo_core.records.trajectory import read_trajectory
 from mimo_core.status import UNGRADED_STATUSES, ExitStatus
-from mimo_core.trajectory import read_trajectory
 
 ATTEMPTS_DIR = "attempts"
 
