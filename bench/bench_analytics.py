@@ -45,20 +45,28 @@ def build(work: Path, n: int) -> tuple[Path, float]:
     records = sorted(ResultsStore(out).load().values(), key=lambda r: (r.instance_id, r.config_name))
     ids = sorted({r.instance_id for r in records})
     tasks = work / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps({"instance_id": i, "dataset_type": "generic", "repo_dir": ".",
-                                         "problem_statement": "synthetic"}) + "\n" for i in ids))
+    tasks.write_text(
+        "".join(
+            json.dumps({"instance_id": i, "dataset_type": "generic", "repo_dir": ".", "problem_statement": "synthetic"})
+            + "\n"
+            for i in ids
+        )
+    )
     configs = [str(write_named_config(work, name)) for name in ("a", "b")]
     request = RunRequest(dataset=str(tasks), configs=configs, paired=True, output_dir=out, run_id="generated")
-    feed = Feed(RecordingHeader(request=request, config_names=["a", "b"], instance_ids=ids,
-                                planned=[r.key for r in records]))
+    feed = Feed(
+        RecordingHeader(request=request, config_names=["a", "b"], instance_ids=ids, planned=[r.key for r in records])
+    )
     for record in records:
         feed.put(record)
     feed.close()
     os.environ["DAGSTER_HOME"] = str(home)
     written = time.monotonic()
     error = execute_feed(feed, get_instance())  # the home's dagster.yaml, as every door opens it
-    print(f"  {n} rollouts written in {written - started:.0f} s, recorded in {time.monotonic() - written:.0f} s",
-          flush=True)
+    print(
+        f"  {n} rollouts written in {written - started:.0f} s, recorded in {time.monotonic() - written:.0f} s",
+        flush=True,
+    )
     if error:
         raise SystemExit(f"recording failed: {error}")
     return home, time.monotonic() - started
@@ -85,14 +93,21 @@ def refresh(home: Path, store: Path) -> dict:
     """A fresh process running the refresh; its own figures plus its rusage (CPU with imports)."""
     env = {**os.environ, "DAGSTER_HOME": str(home), "MIMOAGENT_OUTPUT_ROOT": str(store)}
     before = os.times()
-    proc = subprocess.run([sys.executable, "-m", "bench.bench_analytics", "--refresh-only"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=7200)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.bench_analytics", "--refresh-only"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=7200,
+    )
     after = os.times()
     if proc.returncode:
         raise SystemExit(proc.stderr[-3000:])
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
-    figures["process_cpu_s"] = (after.children_user - before.children_user) + (after.children_system
-                                                                               - before.children_system)
+    figures["process_cpu_s"] = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
     return figures
 
 
@@ -118,13 +133,18 @@ def main() -> None:
         if not figures["success"]:
             raise SystemExit(f"refresh_analytics failed at {n}")
         rows.append((n, figures, built))
-        print(f"{n:>7} rollouts: refresh CPU {figures['cpu_s']:7.2f} s (process {figures['process_cpu_s']:7.2f} s), "
-              f"wall {figures['wall_s']:7.2f} s, {1000 * figures['cpu_s'] / n:.3f} s CPU per 1,000 rollouts; "
-              f"results table {figures['rollouts']} rows; built and recorded in {built:.0f} s", flush=True)
+        print(
+            f"{n:>7} rollouts: refresh CPU {figures['cpu_s']:7.2f} s (process {figures['process_cpu_s']:7.2f} s), "
+            f"wall {figures['wall_s']:7.2f} s, {1000 * figures['cpu_s'] / n:.3f} s CPU per 1,000 rollouts; "
+            f"results table {figures['rollouts']} rows; built and recorded in {built:.0f} s",
+            flush=True,
+        )
     print("\nrollouts  refresh CPU s  per 1,000  process CPU s  wall s")
     for n, f, _ in rows:
-        print(f"{n:>8}  {f['cpu_s']:>13.2f}  {1000 * f['cpu_s'] / n:>9.3f}  {f['process_cpu_s']:>13.2f}  "
-              f"{f['wall_s']:>6.2f}")
+        print(
+            f"{n:>8}  {f['cpu_s']:>13.2f}  {1000 * f['cpu_s'] / n:>9.3f}  {f['process_cpu_s']:>13.2f}  "
+            f"{f['wall_s']:>6.2f}"
+        )
     biggest = max(rows, key=lambda r: r[0])
     verdict = "within" if biggest[1]["cpu_s"] <= TARGET_S else "OVER"
     print(f"target: <= {TARGET_S:.0f} s CPU at the largest size ({biggest[0]}): {biggest[1]['cpu_s']:.1f} s, {verdict}")

@@ -63,17 +63,27 @@ def _measure(env: LocalEnvironment, call, n: int) -> tuple[float, float]:
 
 
 def _rows(sandbox: str, root: str, calls: int) -> list[tuple[str, float, float]]:
-    env = LocalEnvironment(SandboxSpec(cwd="/testbed", timeout=30),
-                           EnvironmentConfig(sandbox=sandbox, backend_kwargs={"root": root}))
+    env = LocalEnvironment(
+        SandboxSpec(cwd="/testbed", timeout=30), EnvironmentConfig(sandbox=sandbox, backend_kwargs={"root": root})
+    )
     env.start()
     try:
         tool = BashTool(BashConfig(timeout=30))
-        rows = [(f"bash tool, persistent shell (sandbox: {sandbox})",
-                 *_measure(env, lambda: tool.run({"command": "true"}, env), calls))]
+        rows = [
+            (
+                f"bash tool, persistent shell (sandbox: {sandbox})",
+                *_measure(env, lambda: tool.run({"command": "true"}, env), calls),
+            )
+        ]
         if sandbox == "none":  # the previous design: a fresh bash -c that saves and reloads cwd + exports
-            rows.append(("previous design: bash -c + session save/reload (sandbox: none)",
-                         *_measure(env, lambda: env.execute(tool.wrap("true", env.scratch_dir), timeout=30),
-                                   max(50, calls // 5))))
+            rows.append(
+                (
+                    "previous design: bash -c + session save/reload (sandbox: none)",
+                    *_measure(
+                        env, lambda: env.execute(tool.wrap("true", env.scratch_dir), timeout=30), max(50, calls // 5)
+                    ),
+                )
+            )
         return rows
     finally:
         env.stop()
@@ -90,29 +100,32 @@ def _docker_rows_on(docker_host: str, base_image: str, calls: int) -> list[tuple
     from mimo_core.environments.docker.environment import DockerEnvironment
 
     os.environ["DOCKER_HOST"] = docker_host
-    env = DockerEnvironment(SandboxSpec(image=base_image, cwd="/testbed", timeout=30),
-                            EnvironmentConfig(environment_class="docker"))
+    env = DockerEnvironment(
+        SandboxSpec(image=base_image, cwd="/testbed", timeout=30), EnvironmentConfig(environment_class="docker")
+    )
     env.start()
     try:
         tool = BashTool(BashConfig(timeout=30))
         rows = []
         for name, call, n in (
             ("bash tool, persistent shell (docker exec stream)", lambda: tool.run({"command": "true"}, env), calls),
-            ("for scale: one docker exec per call (execute)", lambda: env.execute("true", timeout=30),
-             max(20, calls // 10)),
+            (
+                "for scale: one docker exec per call (execute)",
+                lambda: env.execute("true", timeout=30),
+                max(20, calls // 10),
+            ),
         ):
             for _ in range(5):
                 call()
             cpu0, wall0 = _own_cpu(), time.perf_counter()
             for _ in range(n):
                 call()
-            rows.append((name + " [runner CPU only]", (time.perf_counter() - wall0) / n * 1000,
-                         (_own_cpu() - cpu0) / n * 1000))
+            rows.append(
+                (name + " [runner CPU only]", (time.perf_counter() - wall0) / n * 1000, (_own_cpu() - cpu0) / n * 1000)
+            )
         return rows
     finally:
         env.stop()
-
-
 
 
 def main() -> None:
@@ -133,8 +146,9 @@ def main() -> None:
         for _ in range(n):
             subprocess.run(["sh", "-c", "true"], check=True)
         cpu = _own_cpu() - c0
-        rows.append(("for scale: subprocess.run(['sh', '-c', 'true'])", (time.perf_counter() - t0) / n * 1000,
-                     cpu / n * 1000))
+        rows.append(
+            ("for scale: subprocess.run(['sh', '-c', 'true'])", (time.perf_counter() - t0) / n * 1000, cpu / n * 1000)
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     width = max(len(r[0]) for r in rows)

@@ -84,22 +84,36 @@ def main() -> None:
         rows = []
         for name in [*names, *honest]:
             extra = HOSTILE[names[name]][2] if name in names else {}
-            rows.append({"instance_id": name, "dataset_type": "generic", "repo_dir": "repo", "network": False,
-                         "problem_statement": f"Budget case {name}. Write {answer} to solved.txt.",
-                         "eval_script": EVAL, "test_files": {"answer.txt": answer}, **extra})
+            rows.append(
+                {
+                    "instance_id": name,
+                    "dataset_type": "generic",
+                    "repo_dir": "repo",
+                    "network": False,
+                    "problem_statement": f"Budget case {name}. Write {answer} to solved.txt.",
+                    "eval_script": EVAL,
+                    "test_files": {"answer.txt": answer},
+                    **extra,
+                }
+            )
         data, out = folder / "tasks.jsonl", folder / "out"
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
         cfg = _config(folder)
 
         def respond(req: Request) -> Reply:
-            user = next((str(m.get("content")) for m in req.body.get("messages") or []
-                         if m.get("role") == "user"), "")
+            user = next((str(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"), "")
             name = user.split("Budget case ", 1)[-1].split(".", 1)[0]
             calls = [*(HOSTILE[names[name]][0] if name in names else []), SOLVE]
             if req.n_assistant_turns < len(calls):
                 tool, targs = calls[req.n_assistant_turns]
-                return Reply(tool_calls=[(tool, {k: v.replace("{answer}", answer) if isinstance(v, str) else v
-                                                 for k, v in targs.items()})])
+                return Reply(
+                    tool_calls=[
+                        (
+                            tool,
+                            {k: v.replace("{answer}", answer) if isinstance(v, str) else v for k, v in targs.items()},
+                        )
+                    ]
+                )
             return Reply(tool_calls=[("submit", {"message": "done"})])
 
         with ScriptedLLM() as llm:
@@ -107,9 +121,25 @@ def main() -> None:
             env = {**os.environ, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMOAGENT_OBSERVERS": "0"}
             started = time.monotonic()
             with open(folder / "stderr", "wb") as se:
-                proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset",
-                                         str(data), "-o", str(out), "--workers", str(args.workers)],
-                                        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=se)
+                proc = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "mimo_core.cli",
+                        "-c",
+                        str(cfg),
+                        "--dataset",
+                        str(data),
+                        "-o",
+                        str(out),
+                        "--workers",
+                        str(args.workers),
+                    ],
+                    cwd=REPO,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=se,
+                )
             peak = {"tree": 0, "disk": 0}
             done = threading.Event()
 
@@ -128,19 +158,26 @@ def main() -> None:
             done.set()
             sampler.join()
             seconds = time.monotonic() - started
-        records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()] \
-            if (out / "results.jsonl").exists() else []
+        records = (
+            [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+            if (out / "results.jsonl").exists()
+            else []
+        )
         by = {r["instance_id"]: r for r in records}
         honest_ok = sum(1 for n in honest if by.get(n, {}).get("reward") == 1.0)
         hostile_recorded = sum(1 for n in names if n in by)
-        print(f"rollouts: {args.hostile} hostile + {args.honest} honest, {args.workers} workers, "
-              f"exit {os.waitstatus_to_exitcode(status)}, {seconds:.0f} s")
+        print(
+            f"rollouts: {args.hostile} hostile + {args.honest} honest, {args.workers} workers, "
+            f"exit {os.waitstatus_to_exitcode(status)}, {seconds:.0f} s"
+        )
         print(f"runner peak RSS (wait4, its own): {usage.ru_maxrss / 1024:.0f} MB")
         print(f"whole tree peak RSS (summed, sampled 50 ms): {peak['tree'] / MiB:.0f} MB")
         print(f"host disk used by the run's folder at most (sampled 1 s): {peak['disk'] / MiB:.0f} MB")
-        print(f"honest rows with reward 1: {honest_ok}/{args.honest}; hostile rows recorded: "
-              f"{hostile_recorded}/{args.hostile} "
-              f"(statuses: {sorted({by[n]['exit_status'] for n in names if n in by})})")
+        print(
+            f"honest rows with reward 1: {honest_ok}/{args.honest}; hostile rows recorded: "
+            f"{hostile_recorded}/{args.hostile} "
+            f"(statuses: {sorted({by[n]['exit_status'] for n in names if n in by})})"
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

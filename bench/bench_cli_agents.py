@@ -51,8 +51,9 @@ def install_times(name: str, payload_dir: Path) -> tuple[float, float, float, fl
             t0 = time.monotonic()
             ensure_installed(spec, spec.default_version, {}, quiet)
             cached = time.monotonic() - t0
-        inodes = {(st.st_dev, st.st_ino): st.st_size for st in (p.lstat() for p in folder.rglob("*"))
-                  if not p_is_link(st)}
+        inodes = {
+            (st.st_dev, st.st_ino): st.st_size for st in (p.lstat() for p in folder.rglob("*")) if not p_is_link(st)
+        }
         size = sum(inodes.values()) / 1e6  # hard links (claude-code's binary) counted once
         archive = payload_dir / payload.archive_name(spec, spec.default_version)
         if not archive.exists():
@@ -86,8 +87,7 @@ def proxy_overhead(calls: int) -> tuple[float, float, float, float]:
     from mimo_core.records.model_calls import StepWriter
     from testkit.scripted_llm import Reply, ScriptedLLM, turns
 
-    body = {"model": "m", "max_tokens": 100, "stream": True,
-            "messages": [{"role": "user", "content": "x" * 2000}]}
+    body = {"model": "m", "max_tokens": 100, "stream": True, "messages": [{"role": "user", "content": "x" * 2000}]}
     reply = Reply(content="y" * 400, tool_calls=[("Bash", {"command": "echo hi"})])
     with ScriptedLLM(turns(reply)) as server, tempfile.TemporaryDirectory() as tmp:
         writer = StepWriter(Path(tmp))

@@ -34,8 +34,10 @@ def place_once(cli: str, mode: str) -> tuple[float, float]:
     assert spec is not None
     host_dir = install.ensure_installed(spec, spec.default_version, {})
     mounts = placement.cache_mount() if mode == "mounted" else {}
-    env = DockerEnvironment(SandboxSpec(image=BASE_IMAGE, mounts=mounts, labels={"mimoagent.run_id": "bench"}),
-                            EnvironmentConfig(environment_class="docker"))
+    env = DockerEnvironment(
+        SandboxSpec(image=BASE_IMAGE, mounts=mounts, labels={"mimoagent.run_id": "bench"}),
+        EnvironmentConfig(environment_class="docker"),
+    )
     env.start()
     try:
         wall, cpu = time.monotonic(), time.process_time()
@@ -63,8 +65,10 @@ def main() -> None:
         for mode in args.mode or MODES:
             runs = [place_once(cli, mode) for _ in range(args.repeat)]
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"{cli:15} {mode:9} {statistics.median(r[0] for r in runs):11.2f}s "
-                  f"{statistics.median(r[1] for r in runs):11.2f}s {rss:8.0f}MB")
+            print(
+                f"{cli:15} {mode:9} {statistics.median(r[0] for r in runs):11.2f}s "
+                f"{statistics.median(r[1] for r in runs):11.2f}s {rss:8.0f}MB"
+            )
 
 
 if __name__ == "__main__":

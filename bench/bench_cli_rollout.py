@@ -43,20 +43,28 @@ def _script(cli: str) -> Any:
     from testkit.scripted_llm import Reply, call, turns
 
     if cli == "codex":
-        return turns(call("exec_command", cmd="cat greeting.txt"),
-                     call("exec_command", cmd="sed -i s/hello/goodbye/ greeting.txt"), Reply(content="Done."))
-    return turns(call("Read", file_path="greeting.txt"),
-                 call("Edit", file_path="greeting.txt", old_string="hello", new_string="goodbye"),
-                 Reply(content="Done."))
+        return turns(
+            call("exec_command", cmd="cat greeting.txt"),
+            call("exec_command", cmd="sed -i s/hello/goodbye/ greeting.txt"),
+            Reply(content="Done."),
+        )
+    return turns(
+        call("Read", file_path="greeting.txt"),
+        call("Edit", file_path="greeting.txt", old_string="hello", new_string="goodbye"),
+        Reply(content="Done."),
+    )
 
 
 def _config(folder: Path, cli: str, protocol: str, base_url: str, sandbox: str) -> Path:
     cfg = {
         "agent": {"type": cli, "step_limit": 10, "instance_template": "{{task}}"},
         "environment": {"environment_class": "local", "timeout": 60, "sandbox": sandbox},
-        "model": {"model_name": "scripted-model", "protocol": protocol,
-                  "model_kwargs": {"base_url": base_url, "api_key": KEY},
-                  "retry": {"max_attempts": 1, "timeout": 60}},
+        "model": {
+            "model_name": "scripted-model",
+            "protocol": protocol,
+            "model_kwargs": {"base_url": base_url, "api_key": KEY},
+            "retry": {"max_attempts": 1, "timeout": 60},
+        },
     }
     path = folder / f"{cli}-{sandbox}.yaml"
     path.write_text(yaml.safe_dump(cfg))
@@ -78,9 +86,24 @@ def cell(cli: str, sandbox: str, rollouts: int, root: Path) -> dict[str, float]:
         cfg = _config(folder, cli, protocol, url, sandbox)
         env = {**os.environ, "MIMOAGENT_CACHE_DIR": str(CACHE), "MIMOAGENT_OBSERVERS": "0"}
         t0 = time.monotonic()
-        proc = subprocess.run([str(Path(sys.executable).with_name("mimoagent")), "-c", str(cfg), "--dataset",
-                               str(data), "-o", str(out), "--workers", "1"], env=env, cwd=folder,
-                              capture_output=True, text=True, timeout=3600)
+        proc = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("mimoagent")),
+                "-c",
+                str(cfg),
+                "--dataset",
+                str(data),
+                "-o",
+                str(out),
+                "--workers",
+                "1",
+            ],
+            env=env,
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         wall = time.monotonic() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{cli}/{sandbox}: mimoagent exited {proc.returncode}\n{proc.stderr[-3000:]}")
@@ -96,9 +119,13 @@ def cell(cli: str, sandbox: str, rollouts: int, root: Path) -> dict[str, float]:
             raise SystemExit(f"{cli}/{sandbox}: no `exited … after` line in {rollout / 'instance.log'}")
         clis.append(float(found.group(1)))
     framework = [t - c for t, c in zip(totals, clis, strict=True)]
-    return {"rollout": statistics.median(totals), "cli": statistics.median(clis),
-            "framework": statistics.median(framework), "framework_max": max(framework),
-            "outside": (wall - sum(totals)) / len(totals)}
+    return {
+        "rollout": statistics.median(totals),
+        "cli": statistics.median(clis),
+        "framework": statistics.median(framework),
+        "framework_max": max(framework),
+        "outside": (wall - sum(totals)) / len(totals),
+    }
 
 
 def main() -> None:
@@ -114,8 +141,11 @@ def main() -> None:
         for cli in args.cli or ["codex", "claude-code"]:
             for sandbox in args.sandbox or ["none", "bwrap"]:
                 r = cell(cli, sandbox, args.rollouts, Path(tmp))
-                print(f"  {cli:<12}{sandbox:<9}{r['rollout']:>9.2f}{r['cli']:>8.2f}{r['framework']:>11.2f}"
-                      f"{r['framework_max']:>8.2f}{r['outside']:>9.2f}", flush=True)
+                print(
+                    f"  {cli:<12}{sandbox:<9}{r['rollout']:>9.2f}{r['cli']:>8.2f}{r['framework']:>11.2f}"
+                    f"{r['framework_max']:>8.2f}{r['outside']:>9.2f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

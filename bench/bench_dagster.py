@@ -41,8 +41,14 @@ def _cli_run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
     from bench.tree import children_of, run_tree
 
     ours = set(children_of(os.getpid()))  # the PostgreSQL server: not the run's, never waited for
-    tree = run_tree([sys.executable, "-m", "mimo_core.cli", *args], {**env, IDLE_ENV: "0"}, REPO, keep=ours,
-                    timeout=3600, orphan_wait=120)
+    tree = run_tree(
+        [sys.executable, "-m", "mimo_core.cli", *args],
+        {**env, IDLE_ENV: "0"},
+        REPO,
+        keep=ours,
+        timeout=3600,
+        orphan_wait=120,
+    )
     if tree.returncode:
         raise SystemExit(tree.stderr[-3000:])
     return tree.exited - tree.started, tree.cpu_s
@@ -52,15 +58,26 @@ def _ingest(env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds of `mimoagent-dagster ingest` (a fresh process, Dagster's start included)."""
     from bench.tree import children_of, run_tree
 
-    tree = run_tree([str(Path(sys.executable).with_name("mimoagent-dagster")), "ingest"], env, REPO,
-                    keep=set(children_of(os.getpid())), timeout=3600, orphan_wait=5)
+    tree = run_tree(
+        [str(Path(sys.executable).with_name("mimoagent-dagster")), "ingest"],
+        env,
+        REPO,
+        keep=set(children_of(os.getpid())),
+        timeout=3600,
+        orphan_wait=5,
+    )
     if tree.returncode or "recorded" not in tree.stderr:
         raise SystemExit(f"ingest failed:\n{tree.stderr[-3000:]}")
     return tree.exited - tree.started, tree.cpu_s
 
 
-def bookkeeping(work: Path, n: int, workers: int, home: Path, env_extra: dict[str, str] | None = None,
-                ) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float]]:
+def bookkeeping(
+    work: Path,
+    n: int,
+    workers: int,
+    home: Path,
+    env_extra: dict[str, str] | None = None,
+) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float]]:
     """(wall, CPU) of the same run with the Dagster observer off, then on (the default: it leaves its entry),
     then of recording that run (`mimoagent-dagster ingest`)."""
     from testkit.scripted_llm import ScriptedLLM, call, turns
@@ -70,9 +87,15 @@ def bookkeeping(work: Path, n: int, workers: int, home: Path, env_extra: dict[st
     data = write_tasks(work, n)
     cfg = write_named_config(work, "bench")
     with ScriptedLLM(turns(call("submit"))) as server:
-        env = {**os.environ, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": "k",
-               "DAGSTER_HOME": str(home), "MIMOAGENT_OUTPUT_ROOT": str(work / "store"),
-               "MIMOAGENT_DAGSTER_WAIT": "all", **(env_extra or {})}
+        env = {
+            **os.environ,
+            "MIMO_TEST_BASE_URL": server.openai_base_url,
+            "MIMO_TEST_API_KEY": "k",
+            "DAGSTER_HOME": str(home),
+            "MIMOAGENT_OUTPUT_ROOT": str(work / "store"),
+            "MIMOAGENT_DAGSTER_WAIT": "all",
+            **(env_extra or {}),
+        }
         env.pop("MIMOAGENT_OBSERVERS", None)
         base = ["-c", str(cfg), "--dataset", str(data), "--workers", str(workers)]
         core = _cli_run([*base, "-o", str(work / "core")], {**env, "MIMOAGENT_DAGSTER": "0"})
@@ -81,8 +104,11 @@ def bookkeeping(work: Path, n: int, workers: int, home: Path, env_extra: dict[st
     return core, with_dagster, recording
 
 
-def _print_share(storage: str, args: argparse.Namespace,
-                 runs: list[tuple[tuple[float, float], tuple[float, float], tuple[float, float]]]) -> None:
+def _print_share(
+    storage: str,
+    args: argparse.Namespace,
+    runs: list[tuple[tuple[float, float], tuple[float, float], tuple[float, float]]],
+) -> None:
     """Medians over the triples (off, on, recording), each run back to back: a single 8-worker zero-latency
     run's wall and CPU move by ±10 % between runs."""
     from statistics import median
@@ -93,13 +119,15 @@ def _print_share(storage: str, args: argparse.Namespace,
     wall0, cpu0 = median(p[0][0] for p in runs), median(p[0][1] for p in runs)
     wall1, cpu1 = median(p[1][0] for p in runs), median(p[1][1] for p in runs)
     wall2, cpu2 = median(p[2][0] for p in runs), median(p[2][1] for p in runs)
-    print(f"{args.partitions:,}-partition CLI run, zero-latency model, {args.workers} workers, {storage}, "
-          f"{len(runs)} rounds: recording off {wall0:.1f} s wall / {cpu0:.1f} s CPU, default {wall1:.1f} s / "
-          f"{cpu1:.1f} s (medians): the CLI's tree at {median(ratio(0)):.2f}x wall "
-          f"({', '.join(f'{x:.2f}' for x in ratio(0))}), {median(ratio(1)):.2f}x CPU "
-          f"({', '.join(f'{x:.2f}' for x in ratio(1))}); Dagster recording it afterwards "
-          f"(`mimoagent-dagster ingest`): {wall2:.1f} s wall / {cpu2:.1f} s CPU "
-          f"(load average {os.getloadavg()[0]:.1f})")
+    print(
+        f"{args.partitions:,}-partition CLI run, zero-latency model, {args.workers} workers, {storage}, "
+        f"{len(runs)} rounds: recording off {wall0:.1f} s wall / {cpu0:.1f} s CPU, default {wall1:.1f} s / "
+        f"{cpu1:.1f} s (medians): the CLI's tree at {median(ratio(0)):.2f}x wall "
+        f"({', '.join(f'{x:.2f}' for x in ratio(0))}), {median(ratio(1)):.2f}x CPU "
+        f"({', '.join(f'{x:.2f}' for x in ratio(1))}); Dagster recording it afterwards "
+        f"(`mimoagent-dagster ingest`): {wall2:.1f} s wall / {cpu2:.1f} s CPU "
+        f"(load average {os.getloadavg()[0]:.1f})"
+    )
 
 
 def daemon_delay(work: Path, home: Path, n: int = 3) -> list[float]:
@@ -117,8 +145,14 @@ def daemon_delay(work: Path, home: Path, n: int = 3) -> list[float]:
     os.environ["DAGSTER_HOME"] = str(home)  # this process watches the daemon's instance
     get_instance().dispose()
     log = open(work / "daemon.log", "w")  # noqa: SIM115 - open while the daemon runs
-    daemon = subprocess.Popen([str(Path(sys.executable).with_name("mimoagent-dagster")), "daemon"], cwd=REPO,
-                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    daemon = subprocess.Popen(
+        [str(Path(sys.executable).with_name("mimoagent-dagster")), "daemon"],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     delays = []
     try:
         with ScriptedLLM(turns(call("submit"))) as server, get_instance() as instance:
@@ -148,13 +182,18 @@ def demo_wait(out: Path, home: Path, wait: str | None = None) -> float:
     from mimo_assets.cli_recording.live import WAIT_LINE
     from mimo_assets.cli_recording.observer import LOG_FILE
 
-    env = {**os.environ, "DAGSTER_HOME": str(home), "MIMOAGENT_OUTPUT_ROOT": str(out / "store"),
-           "MIMOAGENT_DAGSTER_LIVE": "1"}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "MIMOAGENT_OUTPUT_ROOT": str(out / "store"),
+        "MIMOAGENT_DAGSTER_LIVE": "1",
+    }
     env.pop("MIMOAGENT_DAGSTER_WAIT", None)
     if wait is not None:
         env["MIMOAGENT_DAGSTER_WAIT"] = wait
-    _cli_run(["-c", "configs/demo.yaml", "--dataset", "examples/demo.jsonl", "--recalc-input", "gt", "-o", str(out)],
-             env)
+    _cli_run(
+        ["-c", "configs/demo.yaml", "--dataset", "examples/demo.jsonl", "--recalc-input", "gt", "-o", str(out)], env
+    )
     line = next(ln for ln in (out / LOG_FILE).read_text().splitlines() if ln.startswith(WAIT_LINE))
     return float(line.removeprefix(WAIT_LINE).split()[0])
 
@@ -186,9 +225,14 @@ def ui_load(home: Path) -> dict[str, float | str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     exe = Path(sys.executable).with_name("dagster-webserver")
-    proc = subprocess.Popen([str(exe), "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"], cwd=REPO,
-                            env={**os.environ, "DAGSTER_HOME": str(home)}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(exe), "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"],
+        cwd=REPO,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -197,8 +241,9 @@ def ui_load(home: Path) -> dict[str, float | str]:
                 break
             except OSError:
                 time.sleep(0.3)
-        req = urllib.request.Request(url + "/graphql", data=b'{"query": "mutation { setNuxSeen }"}',
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            url + "/graphql", data=b'{"query": "mutation { setNuxSeen }"}', headers={"Content-Type": "application/json"}
+        )
         urllib.request.urlopen(req, timeout=10).read()
         blank, _ = _chromium_seconds("about:blank")
         _chromium_seconds(url + "/assets/graded_results?view=partitions")  # warm the server's caches
@@ -234,8 +279,10 @@ def main() -> None:
         os.environ["DAGSTER_HOME"] = str(fresh)
         dagster_home()
         seconds = register_partitions(args.register, fresh)
-        print(f"register {args.register:,} planned partitions: {seconds:.2f} s "
-              f"({seconds / args.register * 1e6:.1f} µs each)")
+        print(
+            f"register {args.register:,} planned partitions: {seconds:.2f} s "
+            f"({seconds / args.register * 1e6:.1f} µs each)"
+        )
 
         warm = work / "warm_home"
         os.environ["DAGSTER_HOME"] = str(warm)
@@ -245,8 +292,11 @@ def main() -> None:
         home = work / "run_home"
         os.environ["DAGSTER_HOME"] = str(home)
         dagster_home()
-        _print_share("SQLite", args, [bookkeeping(work / f"sqlite{i}", args.partitions, args.workers, home)
-                                      for i in range(args.repeat)])
+        _print_share(
+            "SQLite",
+            args,
+            [bookkeeping(work / f"sqlite{i}", args.partitions, args.workers, home) for i in range(args.repeat)],
+        )
         if not args.no_postgres:
             from testkit.postgres import postgres_server
 
@@ -255,29 +305,43 @@ def main() -> None:
                 pg_env = {"MIMOAGENT_DAGSTER_POSTGRES_URL": url}
                 pg_home = work / "pg_home"
                 bookkeeping(work / "pg_warm", 5, 2, pg_home, pg_env)  # creates the schema
-                _print_share("PostgreSQL", args, [bookkeeping(work / f"pg{i}", args.partitions, args.workers,
-                                                              pg_home, pg_env) for i in range(args.repeat)])
+                _print_share(
+                    "PostgreSQL",
+                    args,
+                    [
+                        bookkeeping(work / f"pg{i}", args.partitions, args.workers, pg_home, pg_env)
+                        for i in range(args.repeat)
+                    ],
+                )
         delays = daemon_delay(work / "daemon", work / "daemon_home")
-        print(f"with `mimoagent-dagster daemon` running: a 2-rollout CLI run's cli_run run succeeded "
-              f"{', '.join(f'{d:.1f}' for d in delays)} s after the CLI exited (target ≤ 30 s; load average "
-              f"{os.getloadavg()[0]:.1f})")
+        print(
+            f"with `mimoagent-dagster daemon` running: a 2-rollout CLI run's cli_run run succeeded "
+            f"{', '.join(f'{d:.1f}' for d in delays)} s after the CLI exited (target ≤ 30 s; load average "
+            f"{os.getloadavg()[0]:.1f})"
+        )
         waits = [demo_wait(work / f"demo{i}", home) for i in range(3)]
-        print(f"live recording (MIMOAGENT_DAGSTER_LIVE=1), README demo (8 rows, --recalc-input gt), default "
-              f"MIMOAGENT_DAGSTER_WAIT: CLI waited "
-              f"{', '.join(f'{w:.2f}' for w in waits)} s for Dagster after its last rollout")
+        print(
+            f"live recording (MIMOAGENT_DAGSTER_LIVE=1), README demo (8 rows, --recalc-input gt), default "
+            f"MIMOAGENT_DAGSTER_WAIT: CLI waited "
+            f"{', '.join(f'{w:.2f}' for w in waits)} s for Dagster after its last rollout"
+        )
         full = [demo_wait(work / f"demo-all{i}", home, wait="all") for i in range(3)]
-        print(f"the same with MIMOAGENT_DAGSTER_WAIT=all: everything recorded {', '.join(f'{w:.2f}' for w in full)} s "
-              "after the last rollout")
+        print(
+            f"the same with MIMOAGENT_DAGSTER_WAIT=all: everything recorded {', '.join(f'{w:.2f}' for w in full)} s "
+            "after the last rollout"
+        )
 
         if args.no_ui:
             return
         small = ui_load(home)
         register_partitions(args.register, home)
         big = ui_load(home)
-        print(f"UI graded_results partitions page (chromium wall time, about:blank = {big['blank']:.2f} s): "
-              f"{small['page']:.2f} s at {small['partitions_shown']} partitions, {big['page']:.2f} s at "
-              f"{big['partitions_shown']} ({args.register:,} more planned cells); "
-              f"asset graph {small['graph']:.2f} s -> {big['graph']:.2f} s")
+        print(
+            f"UI graded_results partitions page (chromium wall time, about:blank = {big['blank']:.2f} s): "
+            f"{small['page']:.2f} s at {small['partitions_shown']} partitions, {big['page']:.2f} s at "
+            f"{big['partitions_shown']} ({args.register:,} more planned cells); "
+            f"asset graph {small['graph']:.2f} s -> {big['graph']:.2f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -35,14 +35,22 @@ def bench_start(n: int) -> None:
     from mimo_core.environments.docker.environment import DockerEnvironment
     from testkit.dockerd import BASE_IMAGE
 
-    rows: dict[str, list[float]] = {"start": [], "first command": [], "start+first": [], "next command": [],
-                                    "write+read file": [], "stop": []}
+    rows: dict[str, list[float]] = {
+        "start": [],
+        "first command": [],
+        "start+first": [],
+        "next command": [],
+        "write+read file": [],
+        "stop": [],
+    }
     for network in (False, True):
         for k in rows:
             rows[k].clear()
         for _ in range(n):
-            env = DockerEnvironment(SandboxSpec(image=BASE_IMAGE, network=network, labels={
-                "mimoagent.run_id": "bench"}), EnvironmentConfig(environment_class="docker"))
+            env = DockerEnvironment(
+                SandboxSpec(image=BASE_IMAGE, network=network, labels={"mimoagent.run_id": "bench"}),
+                EnvironmentConfig(environment_class="docker"),
+            )
             t0 = time.perf_counter()
             env.start()
             t1 = time.perf_counter()
@@ -67,21 +75,49 @@ def bench_rollouts(workers: list[int], per_row: int) -> None:
     from testkit.scripted_llm import ScriptedLLM, call, turns
 
     n_rows = len(DEMO.read_text().splitlines())
-    script = turns(call("bash", command="ls"), call("bash", command="git status --short"),
-                   call("bash", command="echo done"), call("submit"))
-    print(f"\nrollouts per minute: demo dataset ({n_rows} rows x {per_row}), default agent, scripted model, "
-          f"{os.cpu_count()} CPUs")
+    script = turns(
+        call("bash", command="ls"),
+        call("bash", command="git status --short"),
+        call("bash", command="echo done"),
+        call("submit"),
+    )
+    print(
+        f"\nrollouts per minute: demo dataset ({n_rows} rows x {per_row}), default agent, scripted model, "
+        f"{os.cpu_count()} CPUs"
+    )
     print(f"{'workers':>8} {'rollouts':>9} {'wall s':>8} {'per min':>8}")
     with ScriptedLLM(script) as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "sk-bench",
-               "MIMOAGENT_MODEL_NAME": "scripted-model", "MIMOAGENT_OBSERVERS": "0"}
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.openai_base_url,
+            "OPENAI_API_KEY": "sk-bench",
+            "MIMOAGENT_MODEL_NAME": "scripted-model",
+            "MIMOAGENT_OBSERVERS": "0",
+        }
         for w in workers:
             out = Path(tempfile.mkdtemp(prefix=f"mimo-bench-docker-{w}-"))
             t0 = time.perf_counter()
             proc = subprocess.run(
-                [sys.executable, "-m", "mimo_core.cli", "-c", "configs/demo_docker.yaml", "--dataset", str(DEMO),
-                 "--num-rollouts", str(per_row), "--workers", str(w), "-o", str(out)],
-                cwd=REPO, env=env, capture_output=True, text=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "mimo_core.cli",
+                    "-c",
+                    "configs/demo_docker.yaml",
+                    "--dataset",
+                    str(DEMO),
+                    "--num-rollouts",
+                    str(per_row),
+                    "--workers",
+                    str(w),
+                    "-o",
+                    str(out),
+                ],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             wall = time.perf_counter() - t0
             if proc.returncode != 0:
                 print(f"{w:>8} failed: {proc.stderr[-1500:]}")
@@ -101,8 +137,10 @@ def main() -> None:
 
     with use_dockerd() as info:  # stopped after, unless another user still holds it
         os.environ["DOCKER_HOST"] = info.docker_host
-        print(f"engine {info.docker_host} ({info.storage_driver}), setup {info.setup_seconds:.1f}s"
-              + (" (reused)" if info.reused else ""))
+        print(
+            f"engine {info.docker_host} ({info.storage_driver}), setup {info.setup_seconds:.1f}s"
+            + (" (reused)" if info.reused else "")
+        )
         bench_start(args.starts)
         bench_rollouts(args.workers, args.rollouts_per_row)
 

@@ -34,15 +34,26 @@ from testkit.tasks import write_config, write_tasks
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-bench-hostile"
 # How a runner is stopped: killed outright, or by the signals a scheduler or a closed terminal sends.
-KILLS = {"SIGKILL": [signal.SIGKILL], "SIGTERM": [signal.SIGTERM], "SIGTERM x2": [signal.SIGTERM, signal.SIGTERM],
-         "SIGHUP": [signal.SIGHUP]}
-SOLVE = turns(call("bash", command="sleep 300 & setsid sleep 300 & echo started"),
-              call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
+KILLS = {
+    "SIGKILL": [signal.SIGKILL],
+    "SIGTERM": [signal.SIGTERM],
+    "SIGTERM x2": [signal.SIGTERM, signal.SIGTERM],
+    "SIGHUP": [signal.SIGHUP],
+}
+SOLVE = turns(
+    call("bash", command="sleep 300 & setsid sleep 300 & echo started"),
+    call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
+    call("submit"),
+)
 
 
 def _cli(args: list[str], server: ScriptedLLM, wait: bool = True, tmpdir: Path | None = None) -> Any:
-    env = {**os.environ, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": KEY,
-           "MIMOAGENT_OBSERVERS": "0"}
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": server.openai_base_url,
+        "MIMO_TEST_API_KEY": KEY,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
     if tmpdir is not None:  # the runner's host-side scratch goes here, where leftovers can be counted
         env["TMPDIR"] = str(tmpdir)
     cmd = [sys.executable, "-m", "mimo_core.cli", *args]
@@ -63,11 +74,22 @@ def _classify(proc: Any, written: bool) -> str:
 
 def _try(args: list[str], server: ScriptedLLM, cwd: Path, out: Path) -> tuple[str, str]:
     """One bad input, bounded to 3 GiB and 30 s: its class and its last stderr line."""
-    env = {**os.environ, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": KEY,
-           "MIMOAGENT_OBSERVERS": "0"}
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": server.openai_base_url,
+        "MIMO_TEST_API_KEY": KEY,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
     try:
-        proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=cwd, env=env, capture_output=True,
-                              text=True, timeout=30, preexec_fn=bounded)
+        proc = subprocess.run(
+            [sys.executable, "-m", "mimo_core.cli", *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            preexec_fn=bounded,
+        )
     except subprocess.TimeoutExpired:
         return "hang", "no answer within 30 s"
     if proc.returncode < 0 or "MemoryError" in proc.stderr:
@@ -84,8 +106,18 @@ def _legacy_cases(root: Path, data: Path, cfg: Path, out: str) -> dict[str, list
     utf8 = root / "utf8.jsonl"
     utf8.write_bytes(data.read_bytes() + b'{"instance_id": "caf\xe9"}\n')
     b64 = root / "b64.jsonl"
-    b64.write_text(json.dumps({"instance_id": "a", "dataset_type": "generic", "repo_archive": "%%%",
-                               "problem_statement": "x", "eval_script": "true"}) + "\n")
+    b64.write_text(
+        json.dumps(
+            {
+                "instance_id": "a",
+                "dataset_type": "generic",
+                "repo_archive": "%%%",
+                "problem_statement": "x",
+                "eval_script": "true",
+            }
+        )
+        + "\n"
+    )
     empty_rows = root / "empty.jsonl"
     empty_rows.write_text("")
     empty_cfg = root / "empty.yaml"
@@ -264,15 +296,20 @@ def main() -> None:
         bad = _bad_inputs(root / "bad", server)
         kinds = ("clean", "traceback", "wrongly accepted", "hang")
         counts = {k: sum(1 for _, c, _ in bad if c == k) for k in kinds}
-        print(f"bad inputs tried: {len(bad)}; " + ", ".join(f"{k}: {counts[k]}" for k in kinds)
-              + "  (clean = one line on stderr, exit 2, nothing written; hang = no answer in 30 s or 3 GiB)")
+        print(
+            f"bad inputs tried: {len(bad)}; "
+            + ", ".join(f"{k}: {counts[k]}" for k in kinds)
+            + "  (clean = one line on stderr, exit 2, nothing written; hang = no answer in 30 s or 3 GiB)"
+        )
         for name, kind, line in bad:
             print(f"  {kind if kind != 'clean' else 'ok':16s} {name:34s} {line}")
         (root / "kills").mkdir()
         t0 = time.monotonic()
         figures = _kills(root / "kills", server, args.kills, args.tasks, args.workers, args.seed)
-        print(f"\n{args.kills} random kills of the runner (SIGKILL, SIGTERM, two SIGTERMs, SIGHUP), each followed "
-              f"by a rerun ({args.tasks} rollouts, {args.workers} workers, {time.monotonic() - t0:.0f} s):")
+        print(
+            f"\n{args.kills} random kills of the runner (SIGKILL, SIGTERM, two SIGTERMs, SIGHUP), each followed "
+            f"by a rerun ({args.tasks} rollouts, {args.workers} workers, {time.monotonic() - t0:.0f} s):"
+        )
         for name, value in figures.items():
             print(f"  {name:40s} {value}")
 

@@ -71,8 +71,10 @@ def bench_ops(starts: int, calls: int) -> None:
             t = time.perf_counter()
             env.stop()
             got["stop"].append(time.perf_counter() - t)
-    print(f"\nper-operation latency, median ms ({starts} sandboxes per backend, {calls} calls each, "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
+    print(
+        f"\nper-operation latency, median ms ({starts} sandboxes per backend, {calls} calls each, "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})"
+    )
     print(f"{'':16} {'docker':>9} {'pod':>9} {'pod - docker':>13}")
     for op in OPS:
         d, k = (statistics.median(rows[b][op]) * 1000 for b in ("docker", "kubernetes"))
@@ -82,26 +84,55 @@ def bench_ops(starts: int, calls: int) -> None:
 def bench_rollouts(workers: int, per_row: int) -> None:
     from testkit.scripted_llm import ScriptedLLM, call, turns
 
-    script = turns(call("bash", command="ls"), call("bash", command="git status --short"),
-                   call("bash", command="echo done"), call("submit"))
+    script = turns(
+        call("bash", command="ls"),
+        call("bash", command="git status --short"),
+        call("bash", command="echo done"),
+        call("submit"),
+    )
     cfg = yaml.safe_load((REPO / "configs" / "demo_docker.yaml").read_text())
     cfg["environment"]["environment_class"] = "kubernetes"
     tmp = Path(tempfile.mkdtemp(prefix="mimo-bench-k8s-"))
     k8s_cfg = tmp / "demo_k8s.yaml"
     k8s_cfg.write_text(yaml.safe_dump(cfg))
     n_rows = len(DEMO.read_text().splitlines())
-    print(f"\nrollouts per minute: demo dataset ({n_rows} rows x {per_row}), {workers} workers, default agent, "
-          f"scripted model (3 bash steps + submit), load {os.getloadavg()[0]:.1f}")
+    print(
+        f"\nrollouts per minute: demo dataset ({n_rows} rows x {per_row}), {workers} workers, default agent, "
+        f"scripted model (3 bash steps + submit), load {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'backend':>11} {'rollouts':>9} {'wall s':>8} {'per min':>8}")
     with ScriptedLLM(script) as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "sk-bench",
-               "MIMOAGENT_MODEL_NAME": "scripted-model", "MIMOAGENT_OBSERVERS": "0"}
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.openai_base_url,
+            "OPENAI_API_KEY": "sk-bench",
+            "MIMOAGENT_MODEL_NAME": "scripted-model",
+            "MIMOAGENT_OBSERVERS": "0",
+        }
         for name, config in (("docker", "configs/demo_docker.yaml"), ("kubernetes", str(k8s_cfg))):
             out = tmp / name
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "-c", config, "--dataset", str(DEMO),
-                                   "--num-rollouts", str(per_row), "--workers", str(workers), "-o", str(out)],
-                                  cwd=REPO, env=env, capture_output=True, text=True)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mimo_core.cli",
+                    "-c",
+                    config,
+                    "--dataset",
+                    str(DEMO),
+                    "--num-rollouts",
+                    str(per_row),
+                    "--workers",
+                    str(workers),
+                    "-o",
+                    str(out),
+                ],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             wall = time.perf_counter() - t0
             if proc.returncode != 0:
                 print(f"{name:>11} failed: {proc.stderr[-1500:]}")

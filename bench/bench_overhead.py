@@ -28,9 +28,11 @@ TARGET = {DEFAULT: 0.3, "mimoagent, live recording": 0.3, OFF: 0.3, "mimoagent, 
 
 
 def _cases(no_peer: bool, bwrap: bool) -> list[Case]:
-    cases = [Case(DEFAULT, "mimo", recording=True),  # leaves its registry entry: Dagster records it afterwards
-             Case("mimoagent, live recording", "mimo", recording=True, live=True),  # opt-in, warm recorder
-             Case(OFF, "mimo")]
+    cases = [
+        Case(DEFAULT, "mimo", recording=True),  # leaves its registry entry: Dagster records it afterwards
+        Case("mimoagent, live recording", "mimo", recording=True, live=True),  # opt-in, warm recorder
+        Case(OFF, "mimo"),
+    ]
     if bwrap and shutil.which("bwrap"):
         cases.append(Case("mimoagent, bwrap, recording off", "mimo", sandbox="bwrap"))
     if "peer" in frameworks(no_peer):
@@ -47,18 +49,46 @@ def _main_table(runs: list[CaseRun], instances: int, steps: int) -> None:
             ratio = f"{r.cpu_per_step_ms / peer.cpu_per_step_ms:.2f}x"
             target = f"≤ {TARGET[r.case.label]}x"
         tail_target = "≤ 0.3 s" if r.case.framework == "mimo" and not r.case.recording else ""
-        rows.append([r.case.label, str(r.calls), f"{r.cpu_per_step_ms:.2f}", ratio, target,
-                     f"{r.first_request_s:.2f}", f"{r.tail_s:.2f}", tail_target, f"{r.tree.maxrss_mb:.0f}",
-                     f"{r.tree.exited - r.tree.started:.1f}", str(r.tree.leftovers)])
-    print_table(f"whole process tree, {instances} instances × {steps} `{STEP_COMMAND}` steps + submit, 1 worker, "
-                "scripted server at 0 latency",
-                ["run", "calls", "CPU/step ms", "× peer", "target", "start→1st request s", "exit tail s",
-                 "target", "peak RSS MB", "wall s", "left running"], rows)
+        rows.append(
+            [
+                r.case.label,
+                str(r.calls),
+                f"{r.cpu_per_step_ms:.2f}",
+                ratio,
+                target,
+                f"{r.first_request_s:.2f}",
+                f"{r.tail_s:.2f}",
+                tail_target,
+                f"{r.tree.maxrss_mb:.0f}",
+                f"{r.tree.exited - r.tree.started:.1f}",
+                str(r.tree.leftovers),
+            ]
+        )
+    print_table(
+        f"whole process tree, {instances} instances × {steps} `{STEP_COMMAND}` steps + submit, 1 worker, "
+        "scripted server at 0 latency",
+        [
+            "run",
+            "calls",
+            "CPU/step ms",
+            "× peer",
+            "target",
+            "start→1st request s",
+            "exit tail s",
+            "target",
+            "peak RSS MB",
+            "wall s",
+            "left running",
+        ],
+        rows,
+    )
     by_label = {r.case.label: r for r in runs}
     if DEFAULT in by_label and OFF in by_label:
         on, off = by_label[DEFAULT].tree.cpu_s, by_label[OFF].tree.cpu_s
-        print(f"default run's whole-tree CPU {on:.2f} s = {on / off:.2f}x the recording-off run's {off:.2f} s "
-              f"(target ≤ 1.10x); left running after the CLI: {by_label[DEFAULT].tree.leftovers}\n")
+        print(
+            f"default run's whole-tree CPU {on:.2f} s = {on / off:.2f}x the recording-off run's {off:.2f} s "
+            f"(target ≤ 1.10x); left running after the CLI: {by_label[DEFAULT].tree.leftovers}\n"
+        )
 
 
 def _breakdown_table(runs: list[CaseRun]) -> None:
@@ -66,9 +96,17 @@ def _breakdown_table(runs: list[CaseRun]) -> None:
     for r in runs:
         start, between, inside, after = r.breakdown()
         rows.append([r.case.label, f"{start:.2f}", f"{between:.1f}", f"{inside:.2f}", f"{after:.2f}"])
-    print_table("where the whole tree's CPU went (/proc at each request, 10 ms ticks)",
-                ["run", "start→1st request s", "between rollouts ms/rollout", "inside a rollout ms/step",
-                 "after the last request s"], rows)
+    print_table(
+        "where the whole tree's CPU went (/proc at each request, 10 ms ticks)",
+        [
+            "run",
+            "start→1st request s",
+            "between rollouts ms/rollout",
+            "inside a rollout ms/step",
+            "after the last request s",
+        ],
+        rows,
+    )
 
 
 def _growth_table(runs: list[CaseRun], long: int) -> None:
@@ -79,9 +117,12 @@ def _growth_table(runs: list[CaseRun], long: int) -> None:
     for r in runs:
         early, late = r.step_cost_ms(1, 41), r.step_cost_ms(181, 221)
         rows.append([r.case.label, f"{early:.2f}", f"{late:.2f}", f"{late / early:.2f}", "≤ 1.20"])
-    print_table(f"whole-tree CPU per step within {long}-step rollouts (/proc at each request: calls 1→41 and "
-                "181→221, pooled over the rollouts)",
-                ["run", "around step 20 ms", "around step 200 ms", "ratio", "target"], rows)
+    print_table(
+        f"whole-tree CPU per step within {long}-step rollouts (/proc at each request: calls 1→41 and "
+        "181→221, pooled over the rollouts)",
+        ["run", "around step 20 ms", "around step 200 ms", "ratio", "target"],
+        rows,
+    )
 
 
 def _env_command_cpu(root: Path, sandbox: str, n: int = 200) -> tuple[float, float, float]:
@@ -98,8 +139,10 @@ def _env_command_cpu(root: Path, sandbox: str, n: int = 200) -> tuple[float, flo
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
         return ru.ru_utime + ru.ru_stime
 
-    env = LocalEnvironment(SandboxSpec(cwd="/testbed", timeout=10.0),
-                           EnvironmentConfig(sandbox=sandbox, backend_kwargs={"root": str(root / f"env-{sandbox}")}))
+    env = LocalEnvironment(
+        SandboxSpec(cwd="/testbed", timeout=10.0),
+        EnvironmentConfig(sandbox=sandbox, backend_kwargs={"root": str(root / f"env-{sandbox}")}),
+    )
     env.start()
     try:
         for _ in range(5):
@@ -121,9 +164,13 @@ def main() -> None:
     p.add_argument("--instances", type=int, default=20)
     p.add_argument("--steps", type=int, default=20, help="echo steps before the submit")
     p.add_argument("--long", type=int, default=221, help="steps of the long rollouts (growth table; 0: skip)")
-    p.add_argument("--long-rollouts", type=int, default=20,
-                   help="long rollouts of ours; the peer's step costs ~15x more CPU, so it runs a quarter as "
-                        "many (at least 2) for as many 10 ms ticks per window")
+    p.add_argument(
+        "--long-rollouts",
+        type=int,
+        default=20,
+        help="long rollouts of ours; the peer's step costs ~15x more CPU, so it runs a quarter as "
+        "many (at least 2) for as many 10 ms ticks per window",
+    )
     p.add_argument("--no-peer", action="store_true", help="ours only")
     p.add_argument("--no-bwrap", action="store_true", help="skip the bwrap case")
     args = p.parse_args()
@@ -141,16 +188,27 @@ def main() -> None:
         _breakdown_table(runs)
         if args.long:
             long_cases = [c for c in cases if c.label in ("mimoagent, recording off", PEER)]
-            _growth_table([run_case(c, root / "long", args.long_rollouts if c.framework == "mimo"
-                                    else max(2, args.long_rollouts // 4), args.long, sample_cpu=True)
-                           for c in long_cases], args.long)
+            _growth_table(
+                [
+                    run_case(
+                        c,
+                        root / "long",
+                        args.long_rollouts if c.framework == "mimo" else max(2, args.long_rollouts // 4),
+                        args.long,
+                        sample_cpu=True,
+                    )
+                    for c in long_cases
+                ],
+                args.long,
+            )
         env_rows = [["none", *(f"{x:.2f}" for x in _env_command_cpu(root, "none"))]]
         if shutil.which("bwrap"):
             env_rows.append(["bwrap", *(f"{x:.2f}" for x in _env_command_cpu(root, "bwrap"))])
-    print_table(f"LocalEnvironment.execute(`{STEP_COMMAND}`), 200 calls",
-                ["sandbox", "CPU/command ms (bench process)", "children + sandbox CPU/command ms",
-                 "wall/command ms"],
-                env_rows)
+    print_table(
+        f"LocalEnvironment.execute(`{STEP_COMMAND}`), 200 calls",
+        ["sandbox", "CPU/command ms (bench process)", "children + sandbox CPU/command ms", "wall/command ms"],
+        env_rows,
+    )
 
 
 if __name__ == "__main__":

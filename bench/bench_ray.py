@@ -38,8 +38,7 @@ def _jobs(folder: Path, n: int, k: int = 1) -> list[Any]:
     from mimo_core.run.plan import RunRequest, plan_run
 
     data, cfg = write_tasks(folder, n=n), write_config(folder, "cfg")
-    return plan_run(RunRequest(dataset=str(data), configs=[str(cfg)], num_rollouts=k,
-                               output_dir=folder / "out")).jobs
+    return plan_run(RunRequest(dataset=str(data), configs=[str(cfg)], num_rollouts=k, output_dir=folder / "out")).jobs
 
 
 def _timed(jobs: list[Any], workers: int, ray: Any) -> tuple[float, list[Any]]:
@@ -69,8 +68,10 @@ def throughput(root: Path, llm: ScriptedLLM, n: int, ray: Any, cluster: RayTestC
     nodes = len(cluster.worker_ids)
     _timed(_jobs(Path(tempfile.mkdtemp(dir=root)), 4 * nodes), 2 * nodes, ray)  # warm: a worker process per slot
     wall, _ = _timed(_jobs(Path(tempfile.mkdtemp(dir=root)), n), 2 * nodes, ray)
-    print(f"  {label}: {nodes} worker node(s), {2 * nodes} in flight: {n / wall:5.2f} rollouts/s "
-          f"({wall:.1f} s for {n})", flush=True)
+    print(
+        f"  {label}: {nodes} worker node(s), {2 * nodes} in flight: {n / wall:5.2f} rollouts/s ({wall:.1f} s for {n})",
+        flush=True,
+    )
 
 
 def driver_memory(root: Path, llm: ScriptedLLM, planned: int, cluster: RayTestCluster, seconds: float) -> None:
@@ -78,13 +79,37 @@ def driver_memory(root: Path, llm: ScriptedLLM, planned: int, cluster: RayTestCl
     llm.latency = 0.0
     folder = Path(tempfile.mkdtemp(dir=root))
     data, cfg = write_tasks(folder, n=planned // 4), write_config(folder, "cfg")
-    env = {**os.environ, **cluster.env, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMO_TEST_API_KEY": "k",
-           "MIMOAGENT_OBSERVERS": "0"}
+    env = {
+        **os.environ,
+        **cluster.env,
+        "MIMO_TEST_BASE_URL": llm.openai_base_url,
+        "MIMO_TEST_API_KEY": "k",
+        "MIMOAGENT_OBSERVERS": "0",
+    }
     for name, extra in (("thread", []), ("ray", ["--runner", "ray", "--ray-address", cluster.address])):
         out = folder / f"out-{name}"
-        proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data),
-                                 "--num-rollouts", "4", "--workers", "6", "-o", str(out), *extra],
-                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mimo_core.cli",
+                "-c",
+                str(cfg),
+                "--dataset",
+                str(data),
+                "--num-rollouts",
+                "4",
+                "--workers",
+                "6",
+                "-o",
+                str(out),
+                *extra,
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         peak, deadline = 0, time.monotonic() + seconds
         while time.monotonic() < deadline and proc.poll() is None:
             peak = max(peak, _hwm_kb(proc.pid))
@@ -93,8 +118,10 @@ def driver_memory(root: Path, llm: ScriptedLLM, planned: int, cluster: RayTestCl
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
         done = len((out / "results.jsonl").read_text().splitlines()) if (out / "results.jsonl").exists() else 0
-        print(f"  {name}: peak RSS {peak / 1024:6.1f} MiB with {planned} planned ({done} finished in {seconds:.0f} s)",
-              flush=True)
+        print(
+            f"  {name}: peak RSS {peak / 1024:6.1f} MiB with {planned} planned ({done} finished in {seconds:.0f} s)",
+            flush=True,
+        )
 
 
 def _hwm_kb(pid: int) -> int:
@@ -124,8 +151,9 @@ def main() -> None:
             os.environ.update({**cluster.env, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMO_TEST_API_KEY": "k"})
             import ray
 
-            ray.init(address=cluster.address, log_to_driver=False, include_dashboard=False,
-                     logging_level=logging.WARNING)
+            ray.init(
+                address=cluster.address, log_to_driver=False, include_dashboard=False, logging_level=logging.WARNING
+            )
             opts = RayOptions(address=cluster.address)
             _timed(_jobs(Path(tempfile.mkdtemp(dir=root)), 4), 2, opts)  # warm: worker processes and imports
             overhead(root, llm, args.rollouts, opts)

@@ -49,8 +49,10 @@ def main() -> None:
     if why:
         raise SystemExit(why)
     rows, shares = [], []
-    with tempfile.TemporaryDirectory(prefix="mimo-bench-real-") as tmp, \
-            llama_server.running(Path(tmp) / "server", TEMPLATE) as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="mimo-bench-real-") as tmp,
+        llama_server.running(Path(tmp) / "server", TEMPLATE) as server,
+    ):
         for i in range(args.rollouts + 1):  # the first warms the server's prompt cache and our imports
             work = Path(tmp) / f"r{i}"
             work.mkdir()
@@ -65,19 +67,44 @@ def main() -> None:
                 continue
             folder = work / "out" / record.output_dir
             traj = read_trajectory(folder / "traj.json")
-            server_ms = sum((c.response.get("timings") or {}).get("prompt_ms", 0.0)
-                            + (c.response.get("timings") or {}).get("predicted_ms", 0.0)
-                            for c in iter_steps(folder / "agent_msgs"))
+            server_ms = sum(
+                (c.response.get("timings") or {}).get("prompt_ms", 0.0)
+                + (c.response.get("timings") or {}).get("predicted_ms", 0.0)
+                for c in iter_steps(folder / "agent_msgs")
+            )
             model_s = sum(c.latency_s for c in traj.calls)
             loop_s = traj.timings.agent_s
             share = cpu / loop_s if loop_s else 0.0
             shares.append(share)
-            rows.append([str(i), record.exit_status.value, str(record.steps), f"{server_ms / 1000:.2f}",
-                         f"{model_s:.2f}", f"{loop_s:.2f}", f"{wall:.2f}", f"{cpu * 1000:.0f}", f"{share:.1%}"])
+            rows.append(
+                [
+                    str(i),
+                    record.exit_status.value,
+                    str(record.steps),
+                    f"{server_ms / 1000:.2f}",
+                    f"{model_s:.2f}",
+                    f"{loop_s:.2f}",
+                    f"{wall:.2f}",
+                    f"{cpu * 1000:.0f}",
+                    f"{share:.1%}",
+                ]
+            )
     print(f"real server (llama.cpp, SmolLM2-135M, 1 thread) · {machine()}")
-    print_table("per rollout: the server's time beside the framework's (3 steps, 48-token replies)",
-                ["rollout", "status", "steps", "server s", "model calls s", "agent loop s", "rollout wall s",
-                 "framework CPU ms", "framework share"], rows)
+    print_table(
+        "per rollout: the server's time beside the framework's (3 steps, 48-token replies)",
+        [
+            "rollout",
+            "status",
+            "steps",
+            "server s",
+            "model calls s",
+            "agent loop s",
+            "rollout wall s",
+            "framework CPU ms",
+            "framework share",
+        ],
+        rows,
+    )
     print(f"median framework share of the agent loop: {median(shares):.1%}")
 
 

@@ -91,8 +91,11 @@ def main() -> None:
                 how = "setup(): prepared base copied" if prepared else "git init + commit in the sandbox"
                 rows.append([label, how, f"{cpu:.2f}", f"{child:.2f}", f"{cpu + child:.2f}", f"{wall:.2f}"])
     print(f"setup · {machine()}")
-    print_table(f"dataset type setup() per rollout, local sandbox, median of {args.rollouts}",
-                ["seeded from", "how", "CPU ms (this process)", "children CPU ms", "total CPU ms", "wall ms"], rows)
+    print_table(
+        f"dataset type setup() per rollout, local sandbox, median of {args.rollouts}",
+        ["seeded from", "how", "CPU ms (this process)", "children CPU ms", "total CPU ms", "wall ms"],
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -42,11 +42,27 @@ def _mimo_argv(server: ServerProcess, work: Path, i: int) -> tuple[list[str], di
 def _peer_argv(server: ServerProcess, work: Path, i: int) -> tuple[list[str], dict[str, str], Path]:
     cwd = work / f"peer-{i}"
     cwd.mkdir(parents=True, exist_ok=True)
-    argv = [str(PEER_VENV / "bin" / "mini"), "-y", "--exit-immediately", "-m", f"openai/{MODEL}",
-            "-t", "Submit right away.", "-o", str(work / f"peer-{i}.traj.json"),
-            "-c", "mini.yaml", "-c", f"model.model_kwargs.api_base={server.openai_base_url}",
-            "-c", f"model.model_kwargs.api_key={API_KEY}", "-c", "model.cost_tracking=ignore_errors",
-            "-c", f"environment.cwd={cwd}"]
+    argv = [
+        str(PEER_VENV / "bin" / "mini"),
+        "-y",
+        "--exit-immediately",
+        "-m",
+        f"openai/{MODEL}",
+        "-t",
+        "Submit right away.",
+        "-o",
+        str(work / f"peer-{i}.traj.json"),
+        "-c",
+        "mini.yaml",
+        "-c",
+        f"model.model_kwargs.api_base={server.openai_base_url}",
+        "-c",
+        f"model.model_kwargs.api_key={API_KEY}",
+        "-c",
+        "model.cost_tracking=ignore_errors",
+        "-c",
+        f"environment.cwd={cwd}",
+    ]
     return argv, peer_env(work / "mswea-config"), cwd
 
 
@@ -87,14 +103,25 @@ def main() -> None:
                 (Path(tmp) / "no-pyc").mkdir()
                 times = _launches(fw, args.runs, Path(tmp) / "no-pyc", no_pyc_writes=True)
                 medians["mimoagent, PYTHONDONTWRITEBYTECODE=1"] = median(times)
-                rows.append(["mimoagent, PYTHONDONTWRITEBYTECODE=1", f"{median(times):.2f}", f"{min(times):.2f}",
-                             f"{max(times):.2f}"])
+                rows.append(
+                    [
+                        "mimoagent, PYTHONDONTWRITEBYTECODE=1",
+                        f"{median(times):.2f}",
+                        f"{min(times):.2f}",
+                        f"{max(times):.2f}",
+                    ]
+                )
     peer = medians.get("mini-swe-agent 2.4.6 (`mini`)")
     for row in rows:  # the median as a fraction of the peer's, taken in the same run (target ≤ 0.1 ×)
         row.append(f"{medians[row[0]] / peer:.2f}x" if peer and not row[0].startswith("mini") else "")
     print(f"startup · {machine()}")
-    print_table(f"launch → first model request, s (fresh process via the console script, {args.runs} runs; "
-                "target ≤ 0.1 × the peer's)", ["framework", "median", "min", "max", "× peer"], rows)
+    print_table(
+        f"launch → first model request, s (fresh process via the console script, {args.runs} runs; "
+        "target ≤ 0.1 × the peer's)",
+        ["framework", "median", "min", "max", "× peer"],
+        rows,
+    )
+
 
 if __name__ == "__main__":
     main()

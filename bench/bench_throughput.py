@@ -41,14 +41,24 @@ def main() -> None:
             one = run_case(case, root / "w1", args.rounds, args.steps, 1, args.latency)
             many = run_case(case, root / "wn", args.rounds * args.workers, args.steps, args.workers, args.latency)
             t1, tn = _tput(one, args.rounds), _tput(many, args.rounds * args.workers)
-            rows.append([case.label, f"{t1:.3f}", f"{tn:.3f}", f"{tn / (args.workers * t1):.0%}",
-                         f"{many.cpu_per_step_ms:.2f}", f"{many.tree.maxrss_mb:.0f}"])
+            rows.append(
+                [
+                    case.label,
+                    f"{t1:.3f}",
+                    f"{tn:.3f}",
+                    f"{tn / (args.workers * t1):.0%}",
+                    f"{many.cpu_per_step_ms:.2f}",
+                    f"{many.tree.maxrss_mb:.0f}",
+                ]
+            )
     print(f"throughput · {machine()}")
-    print_table(f"rollouts/s at {args.latency * 1e3:.0f} ms model latency, {args.steps} steps + submit, whole "
-                f"process tree (1 worker: {args.rounds} rollouts; {args.workers} workers: "
-                f"{args.rounds * args.workers}; linear = 100 %)",
-                ["run", "1 worker", f"{args.workers} workers", "efficiency", "CPU/step ms (N workers)",
-                 "peak RSS MB"], rows)
+    print_table(
+        f"rollouts/s at {args.latency * 1e3:.0f} ms model latency, {args.steps} steps + submit, whole "
+        f"process tree (1 worker: {args.rounds} rollouts; {args.workers} workers: "
+        f"{args.rounds * args.workers}; linear = 100 %)",
+        ["run", "1 worker", f"{args.workers} workers", "efficiency", "CPU/step ms (N workers)", "peak RSS MB"],
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,12 @@ def measure(browser: Browser, url: str) -> dict[str, Any]:
 
 def start_viewer(out: Path) -> tuple[subprocess.Popen, str, float]:
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", "view", str(out)], stdout=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", "view", str(out)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     line: list[str] = []
     reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()), daemon=True)
     reader.start()
@@ -85,13 +89,19 @@ def main() -> None:
             os.killpg(viewer.pid, signal.SIGTERM)
             viewer.wait(timeout=20)
     load = os.getloadavg()[0]
-    print(f"viewer start-up (read {args.rollouts} records, print the URL): {startup:.2f} s; "
-          f"{os.cpu_count()} cores, load {load:.1f}; medians of {args.repeat} loads (ms from navigation start)")
-    print(f"{'page':34} {'first paint':>11} {'response':>9} {'DOM ready':>9} {'load':>7} {'1st load':>8} "
-          f"{'KB':>6} {'items':>6}")
+    print(
+        f"viewer start-up (read {args.rollouts} records, print the URL): {startup:.2f} s; "
+        f"{os.cpu_count()} cores, load {load:.1f}; medians of {args.repeat} loads (ms from navigation start)"
+    )
+    print(
+        f"{'page':34} {'first paint':>11} {'response':>9} {'DOM ready':>9} {'load':>7} {'1st load':>8} "
+        f"{'KB':>6} {'items':>6}"
+    )
     for name, med, size, items, first in rows:
-        print(f"{name:34} {med['fcp']:11.0f} {med['response']:9.0f} {med['dom']:9.0f} {med['load']:7.0f} "
-              f"{first:8.0f} {size / 1024:6.0f} {items:6d}")
+        print(
+            f"{name:34} {med['fcp']:11.0f} {med['response']:9.0f} {med['dom']:9.0f} {med['load']:7.0f} "
+            f"{first:8.0f} {size / 1024:6.0f} {items:6d}"
+        )
 
 
 if __name__ == "__main__":

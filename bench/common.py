@@ -32,6 +32,7 @@ STEP_COMMAND = "echo hi"
 
 # -- the scripted server, in its own process ------------------------------------------------------------
 
+
 def _responder(flavor: str, steps: int, arrivals: Path | None, watch: Path | None = None) -> Any:
     """`steps` bash calls running `echo`, then the framework's way to submit. Each arrival is logged as
     `monotonic call_number [tree_cpu]`: the call's number within its rollout and, when `watch` names a
@@ -75,10 +76,21 @@ def _serve(argv: list[str]) -> None:
 class ServerProcess:
     """`with ServerProcess("mimo", steps=50) as s:` s.url; s.arrivals() lists request arrival times."""
 
-    def __init__(self, flavor: str, steps: int, latency: float = 0.0, log_dir: Path | None = None,
-                 watch: Path | None = None):
-        self.argv = [sys.executable, "-m", "bench.common", "serve", "--flavor", flavor, "--steps", str(steps),
-                     "--latency", str(latency)]
+    def __init__(
+        self, flavor: str, steps: int, latency: float = 0.0, log_dir: Path | None = None, watch: Path | None = None
+    ):
+        self.argv = [
+            sys.executable,
+            "-m",
+            "bench.common",
+            "serve",
+            "--flavor",
+            flavor,
+            "--steps",
+            str(steps),
+            "--latency",
+            str(latency),
+        ]
         self.arrivals_file = None
         if log_dir is not None:
             self.arrivals_file = log_dir / f"arrivals-{flavor}-{time.monotonic_ns()}.txt"
@@ -123,13 +135,21 @@ class ServerProcess:
 
 # -- the task and our config ----------------------------------------------------------------------------
 
+
 def write_task(folder: Path, n: int = 1) -> Path:
     """n generic instances over a one-file repo; the verifier only checks that the file is still there."""
     (folder / "repo").mkdir(parents=True, exist_ok=True)
     (folder / "repo" / "greeting.txt").write_text("hello\n")
-    rows = [{"instance_id": f"bench-{i}", "dataset_type": "generic", "repo_dir": "repo",
-             "eval_script": "mkdir -p /logs/verifier; test -f greeting.txt && echo 1 > /logs/verifier/reward.txt",
-             "problem_statement": "Run `echo hi` a few times, then submit."} for i in range(n)]
+    rows = [
+        {
+            "instance_id": f"bench-{i}",
+            "dataset_type": "generic",
+            "repo_dir": "repo",
+            "eval_script": "mkdir -p /logs/verifier; test -f greeting.txt && echo 1 > /logs/verifier/reward.txt",
+            "problem_statement": "Run `echo hi` a few times, then submit.",
+        }
+        for i in range(n)
+    ]
     path = folder / "tasks.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -141,9 +161,12 @@ def write_mimo_config(folder: Path, base_url: str, steps: int) -> Path:
     cfg = {
         "agent": {"type": "default", "step_limit": steps + 5},
         "environment": {"environment_class": "local", "timeout": 30},
-        "model": {"model_name": MODEL, "protocol": "chat",
-                  "model_kwargs": {"base_url": base_url, "api_key": API_KEY},
-                  "retry": {"max_attempts": 1, "timeout": 30}},
+        "model": {
+            "model_name": MODEL,
+            "protocol": "chat",
+            "model_kwargs": {"base_url": base_url, "api_key": API_KEY},
+            "retry": {"max_attempts": 1, "timeout": 30},
+        },
     }
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "bench.yaml"
@@ -162,13 +185,19 @@ def mimo_env() -> dict[str, str]:
 
 # -- the peer -------------------------------------------------------------------------------------------
 
+
 def peer_python() -> Path | None:
     """mini-swe-agent's interpreter; its venv is made on first use (it pins litellm, so it lives apart)."""
     py = PEER_VENV / "bin" / "python"
     if not py.exists() and shutil.which("uv"):
         print(f"[bench] installing mini-swe-agent=={PEER_VERSION} into {PEER_VENV} ...", file=sys.stderr)
-        ok = subprocess.run(["uv", "venv", "-q", "-p", "3.11", str(PEER_VENV)]).returncode == 0 and subprocess.run(
-            ["uv", "pip", "install", "-q", "-p", str(PEER_VENV), f"mini-swe-agent=={PEER_VERSION}"]).returncode == 0
+        ok = (
+            subprocess.run(["uv", "venv", "-q", "-p", "3.11", str(PEER_VENV)]).returncode == 0
+            and subprocess.run(
+                ["uv", "pip", "install", "-q", "-p", str(PEER_VENV), f"mini-swe-agent=={PEER_VERSION}"]
+            ).returncode
+            == 0
+        )
         if not ok:
             return None
     return py if py.exists() else None
@@ -176,22 +205,33 @@ def peer_python() -> Path | None:
 
 def peer_env(config_dir: Path) -> dict[str, str]:
     """No first-run wizard, no banner, no global config of the user's."""
-    return {**_base_env(), "MSWEA_CONFIGURED": "true", "MSWEA_SILENT_STARTUP": "1",
-            "MSWEA_GLOBAL_CONFIG_DIR": str(config_dir), "MSWEA_COST_TRACKING": "ignore_errors",
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return {
+        **_base_env(),
+        "MSWEA_CONFIGURED": "true",
+        "MSWEA_SILENT_STARTUP": "1",
+        "MSWEA_GLOBAL_CONFIG_DIR": str(config_dir),
+        "MSWEA_COST_TRACKING": "ignore_errors",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
 
 
 # -- printing -------------------------------------------------------------------------------------------
 
+
 def machine() -> str:
     cpu = "?"
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
-    return (f"{time.strftime('%Y-%m-%d')} · {platform.system()} {platform.release()} · {os.cpu_count()} cores "
-            f"({cpu}) · Python {platform.python_version()}")
+    return (
+        f"{time.strftime('%Y-%m-%d')} · {platform.system()} {platform.release()} · {os.cpu_count()} cores "
+        f"({cpu}) · Python {platform.python_version()}"
+    )
 
 
 def median(xs: list[float]) -> float:

@@ -35,9 +35,15 @@ def _rollout(args: argparse.Namespace, config: dict, name: str) -> tuple[str, in
     work.mkdir(parents=True)
     (work / "greeting.txt").write_text("hello\n")
     model_cfg = {k: v for k, v in config["model"].items() if k not in ("model_class",)}
-    model_cfg |= {"model_name": args.model, "cost_tracking": "ignore_errors",
-                  "model_kwargs": {**model_cfg.get("model_kwargs", {}), "api_base": args.base_url + "/v1",
-                                   "api_key": args.api_key}}
+    model_cfg |= {
+        "model_name": args.model,
+        "cost_tracking": "ignore_errors",
+        "model_kwargs": {
+            **model_cfg.get("model_kwargs", {}),
+            "api_base": args.base_url + "/v1",
+            "api_key": args.api_key,
+        },
+    }
     model = LitellmModel(**model_cfg)
     env = LocalEnvironment(**{**config.get("environment", {}), "cwd": str(work)})
     agent_cfg = {k: v for k, v in config["agent"].items() if k not in ("mode", "confirm_exit", "agent_class")}
@@ -75,8 +81,17 @@ def main() -> None:
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
             results = list(pool.map(lambda i: _rollout(args, config, f"b{i}"), range(args.rollouts)))
         cpu, wall, child = [time.process_time() - c0], [time.perf_counter() - w0], [_children_cpu() - k0]
-    print(json.dumps({"cpu": cpu, "wall": wall, "child_cpu": child, "calls": sum(n for _, n in results),
-                      "statuses": [s for s, _ in results]}))
+    print(
+        json.dumps(
+            {
+                "cpu": cpu,
+                "wall": wall,
+                "child_cpu": child,
+                "calls": sum(n for _, n in results),
+                "statuses": [s for s, _ in results],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

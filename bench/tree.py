@@ -54,8 +54,15 @@ def _orphans(exclude: set[int]) -> list[int]:
     return [pid for pid in children_of(os.getpid()) if pid not in exclude]
 
 
-def run_tree(argv: list[str], env: dict[str, str], cwd: Path, keep: set[int], timeout: float = 1800,
-             orphan_wait: float = 10.0, pidfile: Path | None = None) -> TreeRun:
+def run_tree(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    keep: set[int],
+    timeout: float = 1800,
+    orphan_wait: float = 10.0,
+    pidfile: Path | None = None,
+) -> TreeRun:
     """Run `argv` to completion and account for its whole tree. `keep`: pids of our own other children
     (e.g. the scripted server), never reaped here. Output goes to files, so no pipe can stall the tree."""
     _become_subreaper()
@@ -118,7 +125,7 @@ def stat_fields(pid: int) -> list[str]:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return []
-    return stat[stat.rfind(")") + 2:].split()
+    return stat[stat.rfind(")") + 2 :].split()
 
 
 def cpu_ticks(pid: int) -> int:
@@ -128,6 +135,8 @@ def cpu_ticks(pid: int) -> int:
 
 
 def children_of(pid: int) -> list[int]:
-    return [int(e.name) for e in os.scandir("/proc") if e.name.isdigit() and (f := stat_fields(int(e.name)))
-            and int(f[1]) == pid]
-
+    return [
+        int(e.name)
+        for e in os.scandir("/proc")
+        if e.name.isdigit() and (f := stat_fields(int(e.name))) and int(f[1]) == pid
+    ]

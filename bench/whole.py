@@ -96,8 +96,9 @@ class CaseRun:
         return sum(spans) / (len(spans) * (b - a)) * 1e3 if spans else float("nan")
 
 
-def _mimo_argv(case: Case, server: ServerProcess, work: Path, instances: int, steps: int,
-               workers: int) -> tuple[list[str], dict[str, str]]:
+def _mimo_argv(
+    case: Case, server: ServerProcess, work: Path, instances: int, steps: int, workers: int
+) -> tuple[list[str], dict[str, str]]:
     cfg = write_mimo_config(work, server.openai_base_url, steps)
     if case.sandbox != "none":
         import yaml
@@ -106,8 +107,17 @@ def _mimo_argv(case: Case, server: ServerProcess, work: Path, instances: int, st
         data["environment"]["sandbox"] = case.sandbox
         cfg.write_text(yaml.safe_dump(data))
     dataset = write_task(work / "task", instances)
-    argv = [str(Path(sys.executable).with_name("mimoagent")), "-c", str(cfg), "--dataset", str(dataset),
-            "-o", str(work / f"out-{time.monotonic_ns()}"), "--workers", str(workers)]
+    argv = [
+        str(Path(sys.executable).with_name("mimoagent")),
+        "-c",
+        str(cfg),
+        "--dataset",
+        str(dataset),
+        "-o",
+        str(work / f"out-{time.monotonic_ns()}"),
+        "--workers",
+        str(workers),
+    ]
     env = mimo_env()
     if case.recording:
         env.pop("MIMOAGENT_OBSERVERS", None)
@@ -120,19 +130,38 @@ def _mimo_argv(case: Case, server: ServerProcess, work: Path, instances: int, st
     return argv, env
 
 
-def _peer_argv(server: ServerProcess, work: Path, instances: int, steps: int,
-               workers: int) -> tuple[list[str], dict[str, str]]:
+def _peer_argv(
+    server: ServerProcess, work: Path, instances: int, steps: int, workers: int
+) -> tuple[list[str], dict[str, str]]:
     py = peer_python()
     if py is None:
         raise RuntimeError("mini-swe-agent is not installed")
-    argv = [str(py), str(REPO / "bench" / "peer_mini.py"), "--base-url", server.url, "--model", f"openai/{MODEL}",
-            "--api-key", API_KEY, "--steps", str(steps), "--rollouts", str(instances), "--workers", str(workers),
-            "--workdir", str(work), "--warmup", "0"]
+    argv = [
+        str(py),
+        str(REPO / "bench" / "peer_mini.py"),
+        "--base-url",
+        server.url,
+        "--model",
+        f"openai/{MODEL}",
+        "--api-key",
+        API_KEY,
+        "--steps",
+        str(steps),
+        "--rollouts",
+        str(instances),
+        "--workers",
+        str(workers),
+        "--workdir",
+        str(work),
+        "--warmup",
+        "0",
+    ]
     return argv, peer_env(work / "mswea-config")
 
 
-def run_case(case: Case, root: Path, instances: int, steps: int, workers: int = 1, latency: float = 0.0,
-             sample_cpu: bool = False) -> CaseRun:
+def run_case(
+    case: Case, root: Path, instances: int, steps: int, workers: int = 1, latency: float = 0.0, sample_cpu: bool = False
+) -> CaseRun:
     """A fresh run of `instances` rollouts of `steps` `echo` steps + submit, measured over its tree."""
     work = root / case.label.replace(" ", "-").replace(",", "")
     work.mkdir(parents=True, exist_ok=True)

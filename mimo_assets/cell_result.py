@@ -66,24 +66,33 @@ class FolderIndex:
     def graded(self, instance_id: str, config_name: str, source: str | None = None) -> list[ResultRecord]:
         """The cell's graded rollouts (no infrastructure error), by rollout index; with `source`, only those
         of that source (source_of)."""
-        return [r for r in self.cells.get((instance_id, config_name), ())
-                if not r.infra_error and (source is None or source_of(r.recalc) == source)]
+        return [
+            r
+            for r in self.cells.get((instance_id, config_name), ())
+            if not r.infra_error and (source is None or source_of(r.recalc) == source)
+        ]
 
     def infra_errors(self, instance_id: str, config_name: str, source: str | None = None) -> list[ResultRecord]:
         """The cell's rollouts that hit an infrastructure error (never a result, but they ran and cost)."""
-        return [r for r in self.cells.get((instance_id, config_name), ())
-                if r.infra_error and (source is None or source_of(r.recalc) == source)]
+        return [
+            r
+            for r in self.cells.get((instance_id, config_name), ())
+            if r.infra_error and (source is None or source_of(r.recalc) == source)
+        ]
 
 
 def graded_records(
-    records: Mapping[tuple[str, str, int], ResultRecord], instance_id: str, config_name: str,
+    records: Mapping[tuple[str, str, int], ResultRecord],
+    instance_id: str,
+    config_name: str,
     source: str | None = None,
 ) -> list[ResultRecord]:
     """The cell's graded rollouts among a run folder's records (ResultsStore.load()), by rollout index;
     with `source`, only those of that source (source_of). One cell: for many, index the folder once
     (FolderIndex)."""
     return FolderIndex({k: r for k, r in records.items() if k[0] == instance_id and k[1] == config_name}).graded(
-        instance_id, config_name, source)
+        instance_id, config_name, source
+    )
 
 
 @dataclass

@@ -1,7 +1,5 @@
 """Asset checks on the results table: trajectories validate, rewards are in range, nothing is missing."""
 
-
-
 import polars as pl
 from dagster import AssetCheckExecutionContext, AssetCheckResult, MetadataValue, asset_check
 
@@ -28,22 +26,34 @@ def invalid_trajectories(paths: list[str]) -> list[str]:
 def trajectories_validate(results_table: pl.DataFrame) -> AssetCheckResult:
     df = results_table.filter(~pl.col("infra_error"))  # the results; an infrastructure error may have none
     bad = invalid_trajectories(df["traj_path"].to_list())
-    return AssetCheckResult(passed=not bad, metadata={
-        "checked": df.height, "invalid": len(bad),
-        "examples": MetadataValue.md("\n".join(f"- {b}" for b in bad[:MAX_LISTED]) or "-"),
-    })
+    return AssetCheckResult(
+        passed=not bad,
+        metadata={
+            "checked": df.height,
+            "invalid": len(bad),
+            "examples": MetadataValue.md("\n".join(f"- {b}" for b in bad[:MAX_LISTED]) or "-"),
+        },
+    )
 
 
 @asset_check(asset=results_table, description="Every reward is null (ungraded) or within [0, 1].")
 def rewards_in_range(results_table: pl.DataFrame) -> AssetCheckResult:
     df = results_table
     out = df.filter(pl.col("reward").is_not_null() & ((pl.col("reward") < 0) | (pl.col("reward") > 1)))
-    return AssetCheckResult(passed=out.is_empty(), metadata={
-        "checked": df.height, "out_of_range": out.height,
-        "examples": MetadataValue.md("\n".join(f"- {r['instance_id']} [{r['config_name']}#{r['rollout_index']}]: "
-                                               f"{r['reward']}" for r in out.head(MAX_LISTED).iter_rows(named=True))
-                                     or "-"),
-    })
+    return AssetCheckResult(
+        passed=out.is_empty(),
+        metadata={
+            "checked": df.height,
+            "out_of_range": out.height,
+            "examples": MetadataValue.md(
+                "\n".join(
+                    f"- {r['instance_id']} [{r['config_name']}#{r['rollout_index']}]: {r['reward']}"
+                    for r in out.head(MAX_LISTED).iter_rows(named=True)
+                )
+                or "-"
+            ),
+        },
+    )
 
 
 def missing_partitions(run_dirs: dict[str, str], materialized: set[str]) -> list[str]:
@@ -64,7 +74,11 @@ def no_missing_partitions(context: AssetCheckExecutionContext, results_table: pl
     materialized = set(context.instance.get_materialized_partitions(GRADED_RESULTS))
     runs = dict(df.select("run_dir", "dataset").unique("run_dir").iter_rows())
     missing = missing_partitions(runs, materialized)
-    return AssetCheckResult(passed=not missing, metadata={
-        "runs": df["run_dir"].n_unique(), "missing": len(missing),
-        "examples": MetadataValue.md("\n".join(f"- `{m}`" for m in missing[:MAX_LISTED]) or "-"),
-    })
+    return AssetCheckResult(
+        passed=not missing,
+        metadata={
+            "runs": df["run_dir"].n_unique(),
+            "missing": len(missing),
+            "examples": MetadataValue.md("\n".join(f"- `{m}`" for m in missing[:MAX_LISTED]) or "-"),
+        },
+    )

@@ -103,7 +103,10 @@ _PAGE = 20_000
 
 
 def asset_event_summaries(
-    instance: Any, asset_key: Any, observations: bool = False, run_ids: list[str] | None = None,
+    instance: Any,
+    asset_key: Any,
+    observations: bool = False,
+    run_ids: list[str] | None = None,
     after_storage_id: int | None = None,
 ) -> Iterator[AssetEventSummary]:
     """Every stored materialization (observation with `observations`) of `asset_key`, oldest first, as
@@ -125,9 +128,12 @@ def asset_event_summaries(
 
     last = after_storage_id or 0
     while True:
-        query = (db.select(T.c.id, T.c.run_id, T.c.timestamp, T.c.partition, T.c.event)
-                 .where(T.c.asset_key == asset_key.to_string(), T.c.dagster_event_type == kind.value, T.c.id > last)
-                 .order_by(T.c.id.asc()).limit(_PAGE))
+        query = (
+            db.select(T.c.id, T.c.run_id, T.c.timestamp, T.c.partition, T.c.event)
+            .where(T.c.asset_key == asset_key.to_string(), T.c.dagster_event_type == kind.value, T.c.id > last)
+            .order_by(T.c.id.asc())
+            .limit(_PAGE)
+        )
         if run_ids is not None:
             query = query.where(T.c.run_id.in_(run_ids))
         with storage.index_connection() as conn:
@@ -137,16 +143,23 @@ def asset_event_summaries(
             if summary is None:
                 entry = deserialize_value(body)
                 event = entry.asset_materialization or entry.asset_observation
-                summary = AssetEventSummary(storage_id, run_id, entry.timestamp, partition, dict(event.tags or {}),
-                                            {k: v.value for k, v in event.metadata.items()})
+                summary = AssetEventSummary(
+                    storage_id,
+                    run_id,
+                    entry.timestamp,
+                    partition,
+                    dict(event.tags or {}),
+                    {k: v.value for k, v in event.metadata.items()},
+                )
             yield summary
         if len(rows) < _PAGE:
             return
         last = rows[-1][0]
 
 
-def _summary_from_json(storage_id: int, run_id: str, timestamp: Any, partition: str | None,
-                       body: str) -> AssetEventSummary | None:
+def _summary_from_json(
+    storage_id: int, run_id: str, timestamp: Any, partition: str | None, body: str
+) -> AssetEventSummary | None:
     try:
         entry = json.loads(body)
         data = entry["dagster_event"]["event_specific_data"]
@@ -159,14 +172,21 @@ def _summary_from_json(storage_id: int, run_id: str, timestamp: Any, partition: 
             if len(values) > 1:
                 return None
             metadata[item["label"]] = next(iter(values.values()), None)
-        return AssetEventSummary(storage_id, run_id, float(entry["timestamp"]), event.get("partition", partition),
-                                 dict(event.get("tags") or {}), metadata)
+        return AssetEventSummary(
+            storage_id,
+            run_id,
+            float(entry["timestamp"]),
+            event.get("partition", partition),
+            dict(event.get("tags") or {}),
+            metadata,
+        )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def _public_summaries(instance: Any, records_filter: Any, observations: bool,
-                      run_ids: list[str] | None) -> Iterator[AssetEventSummary]:
+def _public_summaries(
+    instance: Any, records_filter: Any, observations: bool, run_ids: list[str] | None
+) -> Iterator[AssetEventSummary]:
     fetch = instance.fetch_observations if observations else instance.fetch_materializations
     cursor = None
     while True:
@@ -175,8 +195,14 @@ def _public_summaries(instance: Any, records_filter: Any, observations: bool,
             event = rec.asset_observation if observations else rec.asset_materialization
             if event is None or (run_ids is not None and rec.run_id not in run_ids):
                 continue
-            yield AssetEventSummary(rec.storage_id, rec.run_id, rec.timestamp, event.partition,
-                                    dict(event.tags or {}), {k: v.value for k, v in event.metadata.items()})
+            yield AssetEventSummary(
+                rec.storage_id,
+                rec.run_id,
+                rec.timestamp,
+                event.partition,
+                dict(event.tags or {}),
+                {k: v.value for k, v in event.metadata.items()},
+            )
         if not result.has_more:
             return
         cursor = result.cursor

@@ -26,15 +26,29 @@ from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 from resources.tables_io_manager import TablesIOManager
 
 defs = Definitions(
-    assets=[load_dataset, config_files, rollouts, results_table, pass_rates, pass_at_k, ab_comparison,
-            usage_by_config, exit_statuses, pass_rate_trend, sft_export, rl_export, atif_export],
+    assets=[
+        load_dataset,
+        config_files,
+        rollouts,
+        results_table,
+        pass_rates,
+        pass_at_k,
+        ab_comparison,
+        usage_by_config,
+        exit_statuses,
+        pass_rate_trend,
+        sft_export,
+        rl_export,
+        atif_export,
+    ],
     asset_checks=[trajectories_validate, rewards_in_range, no_missing_partitions],
     jobs=[evaluate_job, cli_run_job, analytics_job, register_configs_job, rerun_failed_job, rerun_cells_job],
     schedules=[nightly_eval],
     sensors=[cli_runs_to_record, new_config_files, analytics_after_new_results, rerun_failed_in_chunks],
     resources={
         # Endpoint, key and sandbox settings as Dagster EnvVars: the UI names the variables, never their values.
-        "output_store": OutputStore(), "model_endpoint": ModelEndpoint.from_env(),
+        "output_store": OutputStore(),
+        "model_endpoint": ModelEndpoint.from_env(),
         "sandbox_backend": SandboxBackend.from_env(),
         "batch_runner": BatchRunner(),  # thread pool or Ray cluster (docs/ray.md)
         TABLES_IO_MANAGER: TablesIOManager(output_store=OutputStore()),  # the results table as a DataFrame

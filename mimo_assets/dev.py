@@ -46,8 +46,10 @@ def _prepare_schema(rest: list[str]) -> None:
     try:
         get_instance().dispose()
     except Exception as e:  # Dagster says what is wrong with the storage, in its own words, next
-        print(f"mimoagent-dagster: could not prepare the instance ({type(e).__name__}); starting Dagster anyway",
-              file=sys.stderr)
+        print(
+            f"mimoagent-dagster: could not prepare the instance ({type(e).__name__}); starting Dagster anyway",
+            file=sys.stderr,
+        )
 
 
 SERVES = ("dev", "webserver", "daemon")
@@ -67,8 +69,10 @@ def _ingest(rest: list[str]) -> None:
 
         ingest_pending()
     except Exception as e:  # the entries stay: the daemon's sensor or the next start records them
-        print(f"mimoagent-dagster: could not record finished CLI runs ({type(e).__name__}: {e}); starting "
-              "Dagster anyway", file=sys.stderr)
+        print(
+            f"mimoagent-dagster: could not record finished CLI runs ({type(e).__name__}: {e}); starting Dagster anyway",
+            file=sys.stderr,
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -76,8 +80,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="mimoagent-dagster", add_help=False)
     parser.add_argument("--postgres", metavar="URL")
     args = list(sys.argv[1:] if argv is None else argv)
-    cut = next((i for i, a in enumerate(args) if not a.startswith("--postgres") and
-                (i == 0 or args[i - 1] != "--postgres")), len(args))
+    cut = next(
+        (i for i, a in enumerate(args) if not a.startswith("--postgres") and (i == 0 or args[i - 1] != "--postgres")),
+        len(args),
+    )
     opts = parser.parse_args(args[:cut])
     rest = args[cut:]
     if opts.postgres:

@@ -77,17 +77,25 @@ class _EvaluateConfigBase(Config):
 
 
 EvaluateConfig = create_model(
-    "EvaluateConfig", __base__=_EvaluateConfigBase,
+    "EvaluateConfig",
+    __base__=_EvaluateConfigBase,
     __doc__="A dataset × config set, like a `mimoagent` command line (launchpad, schedules): RunRequest's "
-            "fields (mimo_core.run.plan.request_fields) less those the run fills in, plus how it runs.",
+    "fields (mimo_core.run.plan.request_fields) less those the run fills in, plus how it runs.",
     **{name: _field(name, info) for name, info in request_fields().items() if name not in FILLED_BY_THE_RUN},
     **_RUN_ONLY,
 )
 
 
 def execute(
-    instance: DagsterInstance, cfg: Any, run_id: str, store: OutputStore, model: ModelEndpoint,
-    sandbox: SandboxBackend, log: Any, tags: dict[str, str], runner: BatchRunner | None = None,
+    instance: DagsterInstance,
+    cfg: Any,
+    run_id: str,
+    store: OutputStore,
+    model: ModelEndpoint,
+    sandbox: SandboxBackend,
+    log: Any,
+    tags: dict[str, str],
+    runner: BatchRunner | None = None,
     design_dir: Path | None = None,
 ) -> Iterator[AssetMaterialization | list[Any]]:
     """Plan with the CLI's planner (A/B assignment, skip finished unless redo_existing) and run on the
@@ -119,6 +127,13 @@ def execute(
     log.info(f"{len(plan.jobs)} rollouts to run over {len(plan.tasks)} instances -> {request.output_dir}")
     records = run_in_thread(plan.jobs, cfg.workers, runner.ray_options() if runner else None)
     yield from materializations(
-        instance, dataset, records, [j.key for j in plan.jobs], request.output_dir,
-        upstream(instance), tags, graded_only=request.recalc is not None, log=log,
+        instance,
+        dataset,
+        records,
+        [j.key for j in plan.jobs],
+        request.output_dir,
+        upstream(instance),
+        tags,
+        graded_only=request.recalc is not None,
+        log=log,
     )

@@ -34,8 +34,11 @@ FANOUT_JOB = "evaluate_fanout"
 class ChunkConfig(Config):
     """How the selected rows (after the evaluate config's filter and shuffle) are cut into steps."""
 
-    rows: int = Field(gt=0, description="how many rows the filter/shuffle leaves (at most); the last chunk is "
-                                        "cut short at the dataset's end")
+    rows: int = Field(
+        gt=0,
+        description="how many rows the filter/shuffle leaves (at most); the last chunk is "
+        "cut short at the dataset's end",
+    )
     chunk_size: int = Field(default=500, gt=0, description="rows per step (one step = one Kubernetes Job)")
 
 
@@ -48,22 +51,45 @@ def chunk_slices(config: ChunkConfig) -> Iterator[DynamicOutput[str]]:
 
 @op(out={})
 def evaluate_chunk(
-    context: OpExecutionContext, chunk: str, config: EvaluateConfig, output_store: OutputStore,
-    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, batch_runner: BatchRunner,
+    context: OpExecutionContext,
+    chunk: str,
+    config: EvaluateConfig,
+    output_store: OutputStore,
+    model_endpoint: ModelEndpoint,
+    sandbox_backend: SandboxBackend,
+    batch_runner: BatchRunner,
 ) -> Iterator[AssetMaterialization]:
     """The `evaluate` op's work on one slice, into its own folder under the run's output folder."""
     if config.slice:
-        raise ValueError(f"evaluate_fanout: ops.evaluate_chunk.config.slice={config.slice!r} is set; "
-                         "the chunks are the slices (set ops.chunk_slices.config.rows/chunk_size)")
+        raise ValueError(
+            f"evaluate_fanout: ops.evaluate_chunk.config.slice={config.slice!r} is set; "
+            "the chunks are the slices (set ops.chunk_slices.config.rows/chunk_size)"
+        )
     base = Path(config.output_dir).expanduser() if config.output_dir else output_store.run_dir(context.run.run_id)
     cfg = config.model_copy(update={"slice": chunk, "output_dir": str(base / context.get_mapping_key())})
     tags = run_tags({k: v for k, v in context.run.tags.items() if k.startswith("mimoagent/")})
-    yield from emit_all(context, execute(context.instance, cfg, context.run.run_id, output_store, model_endpoint,
-                                         sandbox_backend, context.log, tags, batch_runner, design_dir=base))
+    yield from emit_all(
+        context,
+        execute(
+            context.instance,
+            cfg,
+            context.run.run_id,
+            output_store,
+            model_endpoint,
+            sandbox_backend,
+            context.log,
+            tags,
+            batch_runner,
+            design_dir=base,
+        ),
+    )
 
 
-@job(name=FANOUT_JOB, executor_def=k8s_job_executor,
-     description="Evaluate a dataset × config set in row chunks, one Kubernetes Job per chunk (needs "
-                 "K8sRunLauncher; docs/kubernetes.md).")
+@job(
+    name=FANOUT_JOB,
+    executor_def=k8s_job_executor,
+    description="Evaluate a dataset × config set in row chunks, one Kubernetes Job per chunk (needs "
+    "K8sRunLauncher; docs/kubernetes.md).",
+)
 def evaluate_fanout_job() -> None:
     chunk_slices().map(evaluate_chunk)

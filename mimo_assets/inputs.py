@@ -56,8 +56,9 @@ def convert_dataset(tasks: list[Task], source: str, split: str | None, datasets_
 
 def converted_files(datasets_dir: Path, dataset: str) -> list[Path]:
     """Every converted JSONL of one dataset (by its name in partition keys), newest first."""
-    files = [p for p in datasets_dir.glob(f"{dataset}-*.jsonl")
-             if re.fullmatch(r"[0-9a-f]{16}", p.stem[len(dataset) + 1:])]
+    files = [
+        p for p in datasets_dir.glob(f"{dataset}-*.jsonl") if re.fullmatch(r"[0-9a-f]{16}", p.stem[len(dataset) + 1 :])
+    ]
     return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
@@ -70,8 +71,13 @@ def load_converted(path: Path) -> list[Task]:
 
 
 def dataset_events(
-    instance: DagsterInstance, tasks: list[Task], source: str, split: str | None, datasets_dir: Path,
-    tags: dict[str, str] | None = None, force: bool = False,
+    instance: DagsterInstance,
+    tasks: list[Task],
+    source: str,
+    split: str | None,
+    datasets_dir: Path,
+    tags: dict[str, str] | None = None,
+    force: bool = False,
 ) -> list[AssetMaterialization]:
     """Materialize the dataset's two assets only if the content changed."""
     path, version = convert_dataset(tasks, source, split, datasets_dir)
@@ -83,16 +89,18 @@ def dataset_events(
         types[t.dataset_type] = types.get(t.dataset_type, 0) + 1
     source_meta = {"source": source, "split": split or "", "rows": len(tasks), "dataset": dataset_name(source, split)}
     rows = AssetMaterialization(
-        DATASET_ROWS, metadata={**source_meta, "dataset_types": types},
+        DATASET_ROWS,
+        metadata={**source_meta, "dataset_types": types},
         tags={**(tags or {}), _DATA_VERSION: version},
     )
     converted = AssetMaterialization(
         CONVERTED_JSONL,
-        metadata={**source_meta, "path": MetadataValue.path(str(path)),
-                  "preview": MetadataValue.md("\n".join(f"- `{t.instance_id}` ({t.dataset_type})"
-                                                         for t in tasks[:10]))},
-        tags={**(tags or {}), _DATA_VERSION: version,
-              "dagster/input_data_version/dataset_rows": version},
+        metadata={
+            **source_meta,
+            "path": MetadataValue.path(str(path)),
+            "preview": MetadataValue.md("\n".join(f"- `{t.instance_id}` ({t.dataset_type})" for t in tasks[:10])),
+        },
+        tags={**(tags or {}), _DATA_VERSION: version, "dagster/input_data_version/dataset_rows": version},
     )
     return [rows, converted]
 
@@ -108,7 +116,9 @@ def _file_hash(path: str) -> str:
 
 
 def config_events(
-    instance: DagsterInstance, config_paths: list[str], tags: dict[str, str] | None = None,
+    instance: DagsterInstance,
+    config_paths: list[str],
+    tags: dict[str, str] | None = None,
     force: bool = False,
 ) -> list[AssetMaterialization]:
     """Record each config's name → path (never the file's values: they may
@@ -130,12 +140,18 @@ def config_events(
     version = hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()[:16]
     table = ["| config | path | sha256 |", "|---|---|---|"]
     table += [f"| {n} | `{p}` | {hashes[n]} |" for n, p in sorted(known.items())]
-    return [AssetMaterialization(
-        CONFIG_FILES,
-        metadata={"configs": MetadataValue.json(known), "hashes": MetadataValue.json(hashes),
-                  "count": len(known), "table": MetadataValue.md("\n".join(table))},
-        tags={**(tags or {}), _DATA_VERSION: version},
-    )]
+    return [
+        AssetMaterialization(
+            CONFIG_FILES,
+            metadata={
+                "configs": MetadataValue.json(known),
+                "hashes": MetadataValue.json(hashes),
+                "count": len(known),
+                "table": MetadataValue.md("\n".join(table)),
+            },
+            tags={**(tags or {}), _DATA_VERSION: version},
+        )
+    ]
 
 
 def yaml_files(directory: str) -> list[str]:

@@ -25,13 +25,29 @@ EVALUATE_JOB = "evaluate"
 
 @op(out={})
 def evaluate_op(
-    context: OpExecutionContext, config: EvaluateConfig, output_store: OutputStore,
-    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, batch_runner: BatchRunner,
+    context: OpExecutionContext,
+    config: EvaluateConfig,
+    output_store: OutputStore,
+    model_endpoint: ModelEndpoint,
+    sandbox_backend: SandboxBackend,
+    batch_runner: BatchRunner,
 ) -> Iterator[AssetMaterialization]:
     """Run rollouts; log each partition's materializations as it finishes."""
     tags = run_tags({k: v for k, v in context.run.tags.items() if k.startswith("mimoagent/")})
-    yield from emit_all(context, execute(context.instance, config, context.run.run_id, output_store, model_endpoint,
-                                         sandbox_backend, context.log, tags, batch_runner))
+    yield from emit_all(
+        context,
+        execute(
+            context.instance,
+            config,
+            context.run.run_id,
+            output_store,
+            model_endpoint,
+            sandbox_backend,
+            context.log,
+            tags,
+            batch_runner,
+        ),
+    )
 
 
 @job(name=EVALUATE_JOB, description="Evaluate a dataset × config set: rollouts, judge scores, graded results.")
@@ -40,7 +56,8 @@ def evaluate_job() -> None:
 
 
 analytics_job = define_asset_job(
-    "refresh_analytics", selection=AssetSelection.groups(ANALYTICS_GROUP),
+    "refresh_analytics",
+    selection=AssetSelection.groups(ANALYTICS_GROUP),
     executor_def=in_process_executor,  # seven small steps: one process, not one process (and import) each
     description="Rebuild the results table and every analytics asset (and run their checks).",
 )

@@ -14,7 +14,6 @@ ones" over scattered partitions launched one run per partition (~1,000 runs at 1
   (assets/rollouts.cell_events): every key once, whatever lies between them.
 """
 
-
 from collections.abc import Iterator, Sequence
 
 from dagster import (
@@ -80,14 +79,17 @@ def chunks(keys: Sequence[str], per_run: int) -> list[list[str]]:
     if not keys:
         return []
     size = per_run or len(keys)
-    return [list(keys[i:i + size]) for i in range(0, len(keys), size)]
+    return [list(keys[i : i + size]) for i in range(0, len(keys), size)]
 
 
 class RerunFailedConfig(Config):
     """Everything optional: Launch run as it opens reruns every failed partition."""
 
-    partitions: list[str] = Field(default_factory=list, description="partition keys to rerun (config|dataset/"
-                                  "instance); empty: every partition whose latest graded result is a failure")
+    partitions: list[str] = Field(
+        default_factory=list,
+        description="partition keys to rerun (config|dataset/"
+        "instance); empty: every partition whose latest graded result is a failure",
+    )
     num_rollouts: int = Field(default=1, ge=1, description="K rollouts per partition, as in a backfill")
     workers: int = Field(default=4, ge=1, description="rollouts at a time in each run")
 
@@ -109,25 +111,41 @@ def rerun_failed_request(context: OpExecutionContext, config: RerunFailedConfig)
     per_run = CodeLocationSettings.read().backfill_partitions_per_run
     runs = chunks(keys, per_run)
     context.log.info(f"{len(keys)} partition(s) to rerun in {len(runs)} run(s) of at most {per_run or len(keys)}")
-    return Output(None, metadata={"partitions": MetadataValue.json(keys), "runs": len(runs),
-                                  "partitions_per_run": per_run, "count": len(keys)})
+    return Output(
+        None,
+        metadata={
+            "partitions": MetadataValue.json(keys),
+            "runs": len(runs),
+            "partitions_per_run": per_run,
+            "count": len(keys),
+        },
+    )
 
 
-@job(name=RERUN_FAILED_JOB, description="Rerun failed partitions (every one by default, or those listed) in "
-     "chunked runs of rerun_cells, however scattered they are (the rerun_failed_in_chunks sensor launches them).")
+@job(
+    name=RERUN_FAILED_JOB,
+    description="Rerun failed partitions (every one by default, or those listed) in "
+    "chunked runs of rerun_cells, however scattered they are (the rerun_failed_in_chunks sensor launches them).",
+)
 def rerun_failed_job() -> None:
     rerun_failed_request()
 
 
 @op(name=CELLS_OP, out={})
 def rerun_cells_op(
-    context: OpExecutionContext, config: RerunCellsConfig, output_store: OutputStore,
-    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, batch_runner: BatchRunner,
+    context: OpExecutionContext,
+    config: RerunCellsConfig,
+    output_store: OutputStore,
+    model_endpoint: ModelEndpoint,
+    sandbox_backend: SandboxBackend,
+    batch_runner: BatchRunner,
 ) -> Iterator[AssetMaterialization]:
     """Run the listed partitions as a backfill's chunk does: rollouts → judge scores → graded results."""
     rollouts = RolloutsConfig(num_rollouts=config.num_rollouts, workers=config.workers)
-    yield from emit_all(context, cell_events(context, config.partitions, rollouts, output_store, model_endpoint,
-                                             sandbox_backend, batch_runner))
+    yield from emit_all(
+        context,
+        cell_events(context, config.partitions, rollouts, output_store, model_endpoint, sandbox_backend, batch_runner),
+    )
 
 
 @job(name=RERUN_CELLS_JOB, description="One chunk of a rerun: the listed partitions' rollouts, in one run.")
@@ -145,9 +163,14 @@ def _requested(instance: DagsterInstance, run_id: str) -> dict:
     return {}
 
 
-@run_status_sensor(run_status=DagsterRunStatus.SUCCESS, monitored_jobs=[rerun_failed_job],
-                   request_job=rerun_cells_job, default_status=DefaultSensorStatus.RUNNING,
-                   name="rerun_failed_in_chunks", minimum_interval_seconds=5)
+@run_status_sensor(
+    run_status=DagsterRunStatus.SUCCESS,
+    monitored_jobs=[rerun_failed_job],
+    request_job=rerun_cells_job,
+    default_status=DefaultSensorStatus.RUNNING,
+    name="rerun_failed_in_chunks",
+    minimum_interval_seconds=5,
+)
 def rerun_failed_in_chunks(context: RunStatusSensorContext) -> SensorResult | SkipReason:
     """One rerun_cells run per chunk of a successful rerun_failed run's partitions."""
     run = context.dagster_run
@@ -158,7 +181,13 @@ def rerun_failed_in_chunks(context: RunStatusSensorContext) -> SensorResult | Sk
     cfg = (run.run_config or {}).get("ops", {}).get(REQUEST_OP, {}).get("config", {})
     extra = {k: cfg[k] for k in ("num_rollouts", "workers") if k in cfg}
     parts = chunks(keys, int(said.get("partitions_per_run", 0)))
-    return SensorResult(run_requests=[
-        RunRequest(run_key=f"{run.run_id}-{i}", tags={RERUN_OF_TAG: run.run_id},
-                   run_config={"ops": {CELLS_OP: {"config": {"partitions": part, **extra}}}})
-        for i, part in enumerate(parts)])
+    return SensorResult(
+        run_requests=[
+            RunRequest(
+                run_key=f"{run.run_id}-{i}",
+                tags={RERUN_OF_TAG: run.run_id},
+                run_config={"ops": {CELLS_OP: {"config": {"partitions": part, **extra}}}},
+            )
+            for i, part in enumerate(parts)
+        ]
+    )

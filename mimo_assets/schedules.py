@@ -25,11 +25,17 @@ NIGHTLY_CRON = CodeLocationSettings.read().nightly_cron  # the schedule's defini
 def nightly_request(night: str, env: Mapping[str, str]) -> RunRequest | SkipReason:
     nightly = NightlySettings.read(env)
     if not nightly.dataset or not nightly.configs:
-        return SkipReason(f"set {NightlySettings.variable('dataset')} and {NightlySettings.variable('configs')} "
-                          f"(paths joined by {os.pathsep!r}) to enable the nightly evaluation")
+        return SkipReason(
+            f"set {NightlySettings.variable('dataset')} and {NightlySettings.variable('configs')} "
+            f"(paths joined by {os.pathsep!r}) to enable the nightly evaluation"
+        )
     op_config = {
-        "dataset": nightly.dataset, "configs": nightly.configs, "split": nightly.split,
-        "num_rollouts": nightly.rollouts, "workers": nightly.workers, "paired": nightly.paired,
+        "dataset": nightly.dataset,
+        "configs": nightly.configs,
+        "split": nightly.split,
+        "num_rollouts": nightly.rollouts,
+        "workers": nightly.workers,
+        "paired": nightly.paired,
     }
     if env.get(CodeLocationSettings.variable("output_root")):  # set: the nightly folder goes under it
         root = CodeLocationSettings.read(env).output_root
@@ -41,14 +47,14 @@ def nightly_request(night: str, env: Mapping[str, str]) -> RunRequest | SkipReas
     )
 
 
-@schedule(job=evaluate_job, cron_schedule=NIGHTLY_CRON, name="nightly_eval",
-          default_status=DefaultScheduleStatus.RUNNING)
+@schedule(
+    job=evaluate_job, cron_schedule=NIGHTLY_CRON, name="nightly_eval", default_status=DefaultScheduleStatus.RUNNING
+)
 def nightly_eval(context: ScheduleEvaluationContext) -> RunRequest | SkipReason:
     """One run per night: Dagster does not deduplicate a schedule's run keys across ticks (a tick at
     another time of the same night would start a second run), so a night that has its run is skipped."""
     night = context.scheduled_execution_time.date().isoformat()
-    done = context.instance.get_runs(RunsFilter(tags={"mimoagent/source": "nightly", "mimoagent/date": night}),
-                                     limit=1)
+    done = context.instance.get_runs(RunsFilter(tags={"mimoagent/source": "nightly", "mimoagent/date": night}), limit=1)
     if done:
         return SkipReason(f"night {night} already has its run {done[0].run_id}")
     return nightly_request(night, dict(os.environ))

@@ -1,7 +1,6 @@
 """Sensors: record finished CLI runs; register config files dropped into the config folder; refresh
 analytics after evaluations."""
 
-
 import hashlib
 import json
 from pathlib import Path
@@ -44,8 +43,13 @@ def cli_runs_to_record(context: SensorEvaluationContext) -> SensorResult | SkipR
         run_id = entry.header.request.run_id
         if registry.is_claimed(path) or launched(context.instance, run_id):
             continue  # being recorded (the live recorder, a `mimoagent-dagster` start, a launched run)
-        requests.append(RunRequest(run_key=f"cli-{run_id}", tags=cli_run_tags(entry.header, entry.date),
-                                   run_config={"ops": {OP: {"config": {"entry": str(path)}}}}))
+        requests.append(
+            RunRequest(
+                run_key=f"cli-{run_id}",
+                tags=cli_run_tags(entry.header, entry.date),
+                run_config={"ops": {OP: {"config": {"entry": str(path)}}}},
+            )
+        )
     return SensorResult(run_requests=requests) if requests else SkipReason("no finished CLI run to record")
 
 
@@ -56,13 +60,20 @@ def new_config_files(context: SensorEvaluationContext) -> SensorResult:
     now = {p: Path(p).stat().st_mtime for p in yaml_files(str(config_dir()))}
     changed = sorted(p for p, m in now.items() if seen.get(p) != m)
     digest = hashlib.sha1(json.dumps([(p, now[p]) for p in changed]).encode()).hexdigest()[:16]
-    requests = [RunRequest(run_key=f"configs-{digest}",
-                           run_config={"ops": {"config_files": {"config": {"paths": changed}}}})] if changed else []
+    requests = (
+        [RunRequest(run_key=f"configs-{digest}", run_config={"ops": {"config_files": {"config": {"paths": changed}}}})]
+        if changed
+        else []
+    )
     return SensorResult(run_requests=requests, cursor=json.dumps(now))
 
 
-_IN_PROGRESS = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
-                DagsterRunStatus.STARTED]
+_IN_PROGRESS = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
 
 
 @sensor(job=analytics_job, minimum_interval_seconds=30, default_status=DefaultSensorStatus.RUNNING)

@@ -38,9 +38,23 @@ _EXPORTS = {
 _ALIASES: dict[str, str] = {}  # a public name -> its name in the module, where the two differ
 
 __all__ = [  # the names of _EXPORTS (tests/package/test_public_api.py keeps them equal)
-    "ExitStatus", "NamedConfig", "ResultRecord", "ResultsStore", "RunRequest", "Task", "Trajectory", "__version__",
-    "iter_steps", "load_config", "load_tasks", "make_config", "make_task", "plan_run", "read_trajectory",
-    "run_jobs", "run_rollout",
+    "ExitStatus",
+    "NamedConfig",
+    "ResultRecord",
+    "ResultsStore",
+    "RunRequest",
+    "Task",
+    "Trajectory",
+    "__version__",
+    "iter_steps",
+    "load_config",
+    "load_tasks",
+    "make_config",
+    "make_task",
+    "plan_run",
+    "read_trajectory",
+    "run_jobs",
+    "run_rollout",
 ]
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time `__getattr__` loads them on first use

@@ -41,14 +41,20 @@ def make_task(row: Mapping[str, Any], source: str | Path | None = None) -> Task:
     return task
 
 
-def run_rollout(task: Task, config: NamedConfig, output_dir: str | Path, rollout_index: int = 0,
-                run_id: str | None = None) -> ResultRecord:
+def run_rollout(
+    task: Task, config: NamedConfig, output_dir: str | Path, rollout_index: int = 0, run_id: str | None = None
+) -> ResultRecord:
     """Run one rollout end to end (sandbox up, agent, submission, judge, verifier, files) and return its
     `results.jsonl` record. Its files land in `output_dir/<instance>/<config>/<rollout_index>/`, the
     record in `output_dir/results.jsonl`, as for a CLI run. A rollout's own failure (the model, the
     sandbox, the grader) is the record's `exit_status`, never an exception; a config whose templates
     need a field the row lacks is a `ConfigError` before any sandbox starts."""
     check_templates_fit([config], [task])
-    job = RolloutJob(task=task, config=config, rollout_index=rollout_index, output_dir=Path(output_dir),
-                     run_id=run_id or new_run_id())
+    job = RolloutJob(
+        task=task,
+        config=config,
+        rollout_index=rollout_index,
+        output_dir=Path(output_dir),
+        run_id=run_id or new_run_id(),
+    )
     return run_one(job)

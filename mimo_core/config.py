@@ -45,8 +45,13 @@ class ToolSpec(_Strict):
 class AgentConfig(_Strict):
     type: str = "default"  # default | oracle | judge
     tools: list[ToolSpec] = Field(
-        default_factory=lambda: [ToolSpec(tool="bash"), ToolSpec(tool="read"), ToolSpec(tool="write"),
-                                 ToolSpec(tool="edit"), ToolSpec(tool="submit")]
+        default_factory=lambda: [
+            ToolSpec(tool="bash"),
+            ToolSpec(tool="read"),
+            ToolSpec(tool="write"),
+            ToolSpec(tool="edit"),
+            ToolSpec(tool="submit"),
+        ]
     )
     system_template: str = "You are a helpful coding agent. Your working directory is {{cwd}}."
     instance_template: str = "{{task}}"
@@ -145,8 +150,7 @@ class EnvironmentConfig(_Strict):
     @classmethod
     def _known_backend(cls, v: str) -> str:
         if v not in BACKEND_NAMES and ":" not in v:
-            raise ValueError(f"unknown environment_class {v!r}; known: {list(BACKEND_NAMES)} "
-                             "or 'package.module:Class'")
+            raise ValueError(f"unknown environment_class {v!r}; known: {list(BACKEND_NAMES)} or 'package.module:Class'")
         return v
 
 
@@ -176,8 +180,10 @@ class MimoConfig(_Strict):
         """A CLI agent speaks one protocol; our own agents speak every protocol but Gemini's."""
         entry = CLI_AGENTS.get(self.agent.type)
         if entry is not None and self.model.protocol != entry.protocol:
-            raise ValueError(f"agent.type {self.agent.type} talks to its model in the {entry.protocol!r} "
-                             f"protocol: set model.protocol: {entry.protocol}")
+            raise ValueError(
+                f"agent.type {self.agent.type} talks to its model in the {entry.protocol!r} "
+                f"protocol: set model.protocol: {entry.protocol}"
+            )
         if entry is None and self.model.protocol == "gemini" and self.agent.type != "oracle":
             raise ValueError("model.protocol 'gemini' is only spoken by agent.type gemini-cli")
         return self
@@ -197,6 +203,7 @@ class NamedConfig(BaseModel):
 def expand_vars(value: Any, source: str) -> Any:
     """Expand `${VAR}` / `${VAR:-default}` in every string of a parsed YAML tree."""
     if isinstance(value, str):
+
         def sub(m: re.Match[str]) -> str:
             var, default = m.group(1), m.group(2)
             if var in os.environ:
@@ -204,6 +211,7 @@ def expand_vars(value: Any, source: str) -> Any:
             if default is not None:
                 return default
             raise ConfigError(f"{source}: environment variable ${{{var}}} is not set and has no default")
+
         return _VAR.sub(sub, value)
     if isinstance(value, dict):
         return {k: expand_vars(v, source) for k, v in value.items()}
@@ -232,7 +240,7 @@ def parse_override(text: str) -> dict[str, Any]:
     except TooBig as e:
         raise ConfigError(f"--override-config: {e}") from None
     if not isinstance(data, dict):
-        raise ConfigError("--override-config: must be a JSON object, e.g. '{\"agent\": {\"step_limit\": 50}}'")
+        raise ConfigError('--override-config: must be a JSON object, e.g. \'{"agent": {"step_limit": 50}}\'')
     return data
 
 

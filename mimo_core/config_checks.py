@@ -43,8 +43,10 @@ def check_config(named: NamedConfig) -> None:
     cfg = named.config
     where = named.path
     if cfg.agent.type not in MAIN_AGENT_TYPES:
-        raise ConfigError(f"{where}: agent.type: {cfg.agent.type!r} cannot be the main agent (known: "
-                          f"{list(MAIN_AGENT_TYPES)}); a judge runs as environment.judge_agent")
+        raise ConfigError(
+            f"{where}: agent.type: {cfg.agent.type!r} cannot be the main agent (known: "
+            f"{list(MAIN_AGENT_TYPES)}); a judge runs as environment.judge_agent"
+        )
     for key, agent in _agents(named):
         _check_templates(where, key, agent)
     _check_tools(named)
@@ -90,8 +92,9 @@ def _check_backend_kwargs(named: NamedConfig) -> None:
     try:
         cls = environment_class(env.environment_class)
     except (ImportError, AttributeError, ValueError) as e:
-        raise ConfigError(f"{named.path}: environment.environment_class: cannot load {env.environment_class!r}: "
-                          f"{e}") from None
+        raise ConfigError(
+            f"{named.path}: environment.environment_class: cannot load {env.environment_class!r}: {e}"
+        ) from None
     model: type[BaseModel] | None = getattr(cls, "options_model", None)
     if model is None:
         return
@@ -100,9 +103,12 @@ def _check_backend_kwargs(named: NamedConfig) -> None:
     except ValidationError as e:
         problems = "; ".join(
             f"{'.'.join(map(str, err['loc']))}: {'unknown key' if err['type'] == 'extra_forbidden' else err['msg']}"
-            for err in e.errors())
-        raise ConfigError(f"{named.path}: environment.backend_kwargs ({env.environment_class}): {problems} "
-                          f"(known keys: {sorted(model.model_fields)})") from None
+            for err in e.errors()
+        )
+        raise ConfigError(
+            f"{named.path}: environment.backend_kwargs ({env.environment_class}): {problems} "
+            f"(known keys: {sorted(model.model_fields)})"
+        ) from None
 
 
 def check_templates_fit(configs: Iterable[NamedConfig], tasks: Iterable[Task]) -> None:
@@ -128,5 +134,6 @@ def _check_variables(where: str, key: str, agent: AgentConfig, available: set[st
     for field in ("system_template", "instance_template"):
         missing = variables_used(getattr(agent, field)) - available
         if missing:
-            raise ConfigError(f"{where}: {key}.{field}: no dataset row provides {sorted(missing)}; "
-                              f"available: {sorted(available)}")
+            raise ConfigError(
+                f"{where}: {key}.{field}: no dataset row provides {sorted(missing)}; available: {sorted(available)}"
+            )

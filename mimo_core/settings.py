@@ -62,8 +62,11 @@ class CoreSettings(_Group):
     """Read by mimo_core (the CLI and every rollout)."""
 
     cache_dir: str = _var("CACHE_DIR", "", "where third-party CLI agents are installed; '' = ~/.cache/mimoagent")
-    viewer_url: str = _var("VIEWER_URL", "http://127.0.0.1:8765",
-                           "where links to `mimoagent view` point (Dagster metadata, the CLI's messages)")
+    viewer_url: str = _var(
+        "VIEWER_URL",
+        "http://127.0.0.1:8765",
+        "where links to `mimoagent view` point (Dagster metadata, the CLI's messages)",
+    )
     observers: bool = _var("OBSERVERS", True, "0/false/no/off: load no `mimoagent.observers` plug-in at all")
 
     @field_validator("observers", mode="before")
@@ -89,14 +92,22 @@ class RecordingSettings(_Group):
     """Where CLI runs are recorded and how: read by the CLI's Dagster observer, the recorder and the
     processes that open the instance."""
 
-    postgres_url: str = _var("DAGSTER_POSTGRES_URL", "",
-                             "the instance's PostgreSQL database (run, event log and schedule storage); '' = SQLite")
-    live: bool = _var("DAGSTER_LIVE", False, "1/true/yes: record a CLI run while it goes, through the warm "
-                                             "recorder, instead of after it ends")
-    wait_s: float | None = _var("DAGSTER_WAIT", 0.5, "live recording: seconds the CLI waits at exit for the "
-                                                     "recorder; all/inf = until recorded")
-    recorder_idle_s: float = _var("DAGSTER_RECORDER_IDLE", 120.0,
-                                  "live recording: seconds a warm recorder waits for the next CLI run (0 = none)")
+    postgres_url: str = _var(
+        "DAGSTER_POSTGRES_URL",
+        "",
+        "the instance's PostgreSQL database (run, event log and schedule storage); '' = SQLite",
+    )
+    live: bool = _var(
+        "DAGSTER_LIVE",
+        False,
+        "1/true/yes: record a CLI run while it goes, through the warm recorder, instead of after it ends",
+    )
+    wait_s: float | None = _var(
+        "DAGSTER_WAIT", 0.5, "live recording: seconds the CLI waits at exit for the recorder; all/inf = until recorded"
+    )
+    recorder_idle_s: float = _var(
+        "DAGSTER_RECORDER_IDLE", 120.0, "live recording: seconds a warm recorder waits for the next CLI run (0 = none)"
+    )
     recorder_nice: int = _var("DAGSTER_NICE", 10, "live recording: the recorder's niceness")
 
     @field_validator("live", mode="before")
@@ -129,22 +140,37 @@ class CodeLocationSettings(_Group):
     """Read by the Dagster code location: when it loads (the backfill policy, the schedule's cron) and by
     its runs (defaults of run configs, resources)."""
 
-    output_root: str = _var("OUTPUT_ROOT", "~/.mimoagent/outputs",
-                            "Dagster-launched runs' folder (runs/, datasets/, tables/, exports/)")
+    output_root: str = _var(
+        "OUTPUT_ROOT", "~/.mimoagent/outputs", "Dagster-launched runs' folder (runs/, datasets/, tables/, exports/)"
+    )
     dataset: str = _var("DATASET", "", "dataset of `load_dataset` and `evaluate` when their run config names none")
-    config_dir: str = _var("CONFIG_DIR", "", "config folder `config_files` registers and `new_config_files` "
-                                             "watches; '' = none, and the sensor watches the checkout's configs/")
-    backfill_partitions_per_run: int = _var("BACKFILL_PARTITIONS_PER_RUN", 100,
-                                            "partitions per backfill run (0 = one run per partition range)")
-    model_name: str = _var("MODEL_NAME", "", "Dagster runs: the model_endpoint resource's model (overrides each "
-                                             "config's); the shipped configs interpolate it too")
-    environment_class: str = _var("ENVIRONMENT_CLASS", "", "Dagster runs: the sandbox_backend resource's backend "
-                                                           "(local, docker, kubernetes)")
-    image_prefix: str = _var("IMAGE_PREFIX", "", "Dagster runs: the sandbox_backend resource's image prefix; the "
-                                                 "docker/k8s configs interpolate it too")
+    config_dir: str = _var(
+        "CONFIG_DIR",
+        "",
+        "config folder `config_files` registers and `new_config_files` "
+        "watches; '' = none, and the sensor watches the checkout's configs/",
+    )
+    backfill_partitions_per_run: int = _var(
+        "BACKFILL_PARTITIONS_PER_RUN", 100, "partitions per backfill run (0 = one run per partition range)"
+    )
+    model_name: str = _var(
+        "MODEL_NAME",
+        "",
+        "Dagster runs: the model_endpoint resource's model (overrides each "
+        "config's); the shipped configs interpolate it too",
+    )
+    environment_class: str = _var(
+        "ENVIRONMENT_CLASS", "", "Dagster runs: the sandbox_backend resource's backend (local, docker, kubernetes)"
+    )
+    image_prefix: str = _var(
+        "IMAGE_PREFIX",
+        "",
+        "Dagster runs: the sandbox_backend resource's image prefix; the docker/k8s configs interpolate it too",
+    )
     runner: str = _var("RUNNER", "", "Dagster runs: thread (default) or ray (the batch_runner resource)")
-    ray_resources: str = _var("RAY_RESOURCES", "", "Dagster runs on Ray: each rollout's resource request, "
-                                                   "e.g. CPU=1,memory=2GiB")
+    ray_resources: str = _var(
+        "RAY_RESOURCES", "", "Dagster runs on Ray: each rollout's resource request, e.g. CPU=1,memory=2GiB"
+    )
     nightly_cron: str = _var("NIGHTLY_CRON", "0 2 * * *", "when the nightly_eval schedule ticks")
 
     @field_validator("backfill_partitions_per_run", mode="before")

@@ -36,10 +36,16 @@ class ExitStatus(StrEnum):
 # Not the rollout's outcome but the machinery's: a resume does these rollouts again.
 # A rejected key is the setup's fault, never the model's 0: fixed keys usually arrive through the environment,
 # which the input fingerprint does not see, so it is done again on every resume.
-INFRA_STATUSES = frozenset({
-    ExitStatus.MODEL_ERROR, ExitStatus.ENVIRONMENT_ERROR, ExitStatus.GRADING_ERROR, ExitStatus.INTERNAL_ERROR,
-    ExitStatus.INTERRUPTED, ExitStatus.MODEL_AUTH_ERROR,
-})
+INFRA_STATUSES = frozenset(
+    {
+        ExitStatus.MODEL_ERROR,
+        ExitStatus.ENVIRONMENT_ERROR,
+        ExitStatus.GRADING_ERROR,
+        ExitStatus.INTERNAL_ERROR,
+        ExitStatus.INTERRUPTED,
+        ExitStatus.MODEL_AUTH_ERROR,
+    }
+)
 # The input's fault: the same config on the same row fails the same way, so a resume does these again only
 # when the config or the row changed (compared by ResultRecord.input_fingerprint).
 INPUT_STATUSES = frozenset({ExitStatus.CONFIG_ERROR, ExitStatus.DATASET_ERROR, ExitStatus.REQUEST_REFUSED})

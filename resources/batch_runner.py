@@ -19,8 +19,11 @@ if TYPE_CHECKING:
 class BatchRunner(ConfigurableResource):
     runner: str = Field(default="", description="thread | ray; '' = $MIMOAGENT_RUNNER, else thread")
     ray_address: str = Field(default="", description="'' = $RAY_ADDRESS, else a local cluster for the run")
-    ray_resources: str = Field(default="", description="each rollout's request, e.g. CPU=1,memory=2GiB,sandbox=1; "
-                                                       "'' = $MIMOAGENT_RAY_RESOURCES, else CPU=1")
+    ray_resources: str = Field(
+        default="",
+        description="each rollout's request, e.g. CPU=1,memory=2GiB,sandbox=1; "
+        "'' = $MIMOAGENT_RAY_RESOURCES, else CPU=1",
+    )
 
     def ray_options(self) -> RayOptions | None:
         """None for the thread runner; a missing `ray` extra or a bad request fails the run in one line."""

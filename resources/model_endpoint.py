@@ -15,8 +15,11 @@ from dagster import ConfigurableResource, EnvVar
 from mimo_core.settings import CodeLocationSettings
 
 # The model's name is ours (docs/settings.md); the endpoint and key are the OpenAI SDK's own variables.
-VARIABLES = {"model_name": CodeLocationSettings.variable("model_name"), "base_url": "OPENAI_BASE_URL",
-             "api_key": "OPENAI_API_KEY"}
+VARIABLES = {
+    "model_name": CodeLocationSettings.variable("model_name"),
+    "base_url": "OPENAI_BASE_URL",
+    "api_key": "OPENAI_API_KEY",
+}
 
 
 class ModelEndpoint(ConfigurableResource):

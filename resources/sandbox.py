@@ -22,6 +22,7 @@ class SandboxBackend(ConfigurableResource):
         return cls(**{field: EnvVar(name) for field, name in VARIABLES.items() if os.environ.get(name)})
 
     def overrides(self) -> dict[str, Any]:
-        env = {k: v for k, v in (("environment_class", self.environment_class), ("image_prefix", self.image_prefix))
-               if v}
+        env = {
+            k: v for k, v in (("environment_class", self.environment_class), ("image_prefix", self.image_prefix)) if v
+        }
         return {"environment": env} if env else {}

@@ -26,8 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--src", required=True, help="a Harbor task folder, or a folder of them")
     parser.add_argument("--out", required=True, help="the JSONL file to write")
-    parser.add_argument("--strict", action="store_true",
-                        help="fail (exit 1, nothing written) when a task's verifier files are missing")
+    parser.add_argument(
+        "--strict", action="store_true", help="fail (exit 1, nothing written) when a task's verifier files are missing"
+    )
     args = parser.parse_args(argv)
     src, out = Path(args.src), Path(args.out)
     if not src.is_dir():
@@ -43,19 +44,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     incomplete = [r for r in rows if r.get("verifier_files_missing")]
     for r in incomplete:
-        print(f"{'error' if args.strict else 'warning'}: task {r['instance_id']}: "
-              f"verifier file(s) missing: {', '.join(r['verifier_files_missing'])}"
-              + ("" if args.strict else " (row marked: grading it is a grading_error)"), file=sys.stderr)
+        print(
+            f"{'error' if args.strict else 'warning'}: task {r['instance_id']}: "
+            f"verifier file(s) missing: {', '.join(r['verifier_files_missing'])}"
+            + ("" if args.strict else " (row marked: grading it is a grading_error)"),
+            file=sys.stderr,
+        )
     if incomplete and args.strict:
-        print(f"error: {len(incomplete)} task(s) have missing verifier files; nothing written (--strict)",
-              file=sys.stderr)
+        print(
+            f"error: {len(incomplete)} task(s) have missing verifier files; nothing written (--strict)", file=sys.stderr
+        )
         return 1
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     tmp.replace(out)
-    print(f"converted {len(rows)} task(s) from {src} to {out}"
-          + (f"; {len(incomplete)} marked with missing verifier files" if incomplete else ""))
+    print(
+        f"converted {len(rows)} task(s) from {src} to {out}"
+        + (f"; {len(incomplete)} marked with missing verifier files" if incomplete else "")
+    )
     return 0
 
 

@@ -36,9 +36,19 @@ class Browser:
         self._stack = contextlib.ExitStack()
         profile = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="mimo-cdp-"))
         port = _free_port()
-        self.proc = subprocess.Popen([ensure_chromium(), *FLAGS, f"--user-data-dir={profile}",
-                                      f"--remote-debugging-port={port}", f"--window-size={window}", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [
+                ensure_chromium(),
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--remote-debugging-port={port}",
+                f"--window-size={window}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self._stack.callback(self._stop)
         deadline = time.monotonic() + timeout
         while True:
@@ -131,8 +141,12 @@ class Browser:
     def screenshot(self, path: Path) -> Path:
         """The whole page, not just the window."""
         size = self.send("Page.getLayoutMetrics")["cssContentSize"]
-        shot = self.send("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                         clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 8000), "scale": 1})
+        shot = self.send(
+            "Page.captureScreenshot",
+            format="png",
+            captureBeyondViewport=True,
+            clip={"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 8000), "scale": 1},
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
         return path

@@ -13,8 +13,16 @@ from pathlib import Path
 
 from testkit.host_packages import ensure_apt
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+]
 
 
 def ensure_chromium() -> str:
@@ -28,9 +36,18 @@ def ensure_chromium() -> str:
 def _run(url: str, extra: list[str], budget_ms: int, window: str, timeout: float) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="mimo-chromium-") as profile:
         return subprocess.run(
-            [ensure_chromium(), *FLAGS, f"--user-data-dir={profile}", f"--window-size={window}",
-             f"--virtual-time-budget={budget_ms}", *extra, url],
-            capture_output=True, text=True, timeout=timeout,
+            [
+                ensure_chromium(),
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={window}",
+                f"--virtual-time-budget={budget_ms}",
+                *extra,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
 
 

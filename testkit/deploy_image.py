@@ -33,8 +33,16 @@ class BuiltImage(BaseModel):
 
 
 def _context(repo: Path, into: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=repo,
-                           capture_output=True, check=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=repo,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, files):
         src = repo / rel
         if src.is_file():
@@ -60,9 +68,16 @@ def build(docker_host: str, repo: Path, tag: str = TAG, timeout: int = 1800) -> 
         with tempfile.TemporaryDirectory(prefix="mimo-deploy-ctx-", dir="/var/tmp") as tmp:
             _context(repo, Path(tmp))
             try:
-                for chunk in client.api.build(path=tmp, dockerfile="deploy/Dockerfile", tag=tag, rm=True,
-                                              forcerm=True, network_mode="host", decode=True,
-                                              buildargs={"BASE_IMAGE": BASE_IMAGE}):
+                for chunk in client.api.build(
+                    path=tmp,
+                    dockerfile="deploy/Dockerfile",
+                    tag=tag,
+                    rm=True,
+                    forcerm=True,
+                    network_mode="host",
+                    decode=True,
+                    buildargs={"BASE_IMAGE": BASE_IMAGE},
+                ):
                     if "stream" in chunk:
                         log.append(chunk["stream"])
                     if "error" in chunk:

@@ -64,7 +64,8 @@ def _ping(timeout: float = 2.0) -> bool:
         return False
     proc = subprocess.run(
         ["curl", "-sf", "--max-time", str(timeout), "--unix-socket", str(SOCKET), "http://d/_ping"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     return proc.returncode == 0 and proc.stdout.strip() == "OK"
 
@@ -94,8 +95,9 @@ def _locked() -> Iterator[None]:
 
 
 def _run(cmd: list[str], what: str, timeout: float = 1200) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    )
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-3000:]
         raise RuntimeError(f"{what} failed ({' '.join(cmd[:4])} ...): exit {proc.returncode}\n{tail}")
@@ -128,12 +130,22 @@ def _start_dockerd(driver: str) -> bool:
     DATA_ROOT.mkdir(parents=True, exist_ok=True)
     LOG.parent.mkdir(parents=True, exist_ok=True)
     cmd = [
-        "dockerd", "--data-root", str(DATA_ROOT), "--exec-root", str(EXEC_ROOT), "--host", DOCKER_HOST,
-        "--pidfile", str(PIDFILE), "--storage-driver", driver,
+        "dockerd",
+        "--data-root",
+        str(DATA_ROOT),
+        "--exec-root",
+        str(EXEC_ROOT),
+        "--host",
+        DOCKER_HOST,
+        "--pidfile",
+        str(PIDFILE),
+        "--storage-driver",
+        driver,
     ]
     with LOG.open("ab") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -169,8 +181,17 @@ def _build_rootfs_tar() -> None:
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="mimo-rootfs-", dir="/var/tmp") as tmp:
         root = Path(tmp) / "rootfs"
-        _run(["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", "bookworm",
-              str(root), debian_mirror()], "debootstrap")
+        _run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(BASE_PACKAGES)}",
+                "bookworm",
+                str(root),
+                debian_mirror(),
+            ],
+            "debootstrap",
+        )
         for sub in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for p in (root / sub).glob("*"):
                 if p.is_file():
@@ -182,8 +203,7 @@ def _build_rootfs_tar() -> None:
 
 def _has_base_image() -> bool:
     """The base image exists and was made from the current package list."""
-    proc = _docker("image", "inspect", "--format", '{{index .Config.Labels "mimo.base-key"}}', BASE_IMAGE,
-                   check=False)
+    proc = _docker("image", "inspect", "--format", '{{index .Config.Labels "mimo.base-key"}}', BASE_IMAGE, check=False)
     return proc.returncode == 0 and proc.stdout.strip() == BASE_KEY
 
 
@@ -194,8 +214,7 @@ def ensure_dockerd() -> DockerdInfo:
     with _locked():
         reused = _ping()
         if not reused:
-            if shutil.which("dockerd") is None or shutil.which("debootstrap") is None \
-                    or shutil.which("curl") is None:
+            if shutil.which("dockerd") is None or shutil.which("debootstrap") is None or shutil.which("curl") is None:
                 s = time.monotonic()
                 _install_packages()
                 steps["install"] = time.monotonic() - s
@@ -213,12 +232,26 @@ def ensure_dockerd() -> DockerdInfo:
                 _build_rootfs_tar()
                 steps["debootstrap"] = time.monotonic() - s
             s = time.monotonic()
-            _docker("import", "--change", 'CMD ["/bin/bash"]', "--change", f"LABEL mimo.base-key={BASE_KEY}",
-                    "-", BASE_IMAGE, input_file=ROOTFS_TAR)
+            _docker(
+                "import",
+                "--change",
+                'CMD ["/bin/bash"]',
+                "--change",
+                f"LABEL mimo.base-key={BASE_KEY}",
+                "-",
+                BASE_IMAGE,
+                input_file=ROOTFS_TAR,
+            )
             steps["import"] = time.monotonic() - s
         driver = _storage_driver()
-    return DockerdInfo(docker_host=DOCKER_HOST, base_image=BASE_IMAGE, storage_driver=driver, reused=reused,
-                       setup_seconds=time.monotonic() - t0, steps=steps)
+    return DockerdInfo(
+        docker_host=DOCKER_HOST,
+        base_image=BASE_IMAGE,
+        storage_driver=driver,
+        reused=reused,
+        setup_seconds=time.monotonic() - t0,
+        steps=steps,
+    )
 
 
 @contextmanager

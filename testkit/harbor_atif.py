@@ -45,9 +45,27 @@ def harbor_models_dir() -> Path:
             return target
         wheels = CACHE / f"harbor-{HARBOR_VERSION}-wheel"
         uv = shutil.which("uv") or "uv"
-        subprocess.run([uv, "tool", "run", "--from", "pip", "pip", "download", f"harbor=={HARBOR_VERSION}",
-                        "--no-deps", "--only-binary=:all:", "--python-version", "3.12", "-d", str(wheels)],
-                       check=True, capture_output=True, timeout=300)
+        subprocess.run(
+            [
+                uv,
+                "tool",
+                "run",
+                "--from",
+                "pip",
+                "pip",
+                "download",
+                f"harbor=={HARBOR_VERSION}",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--python-version",
+                "3.12",
+                "-d",
+                str(wheels),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
         [wheel] = wheels.glob("harbor-*.whl")
         tmp = target.with_name(target.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -60,6 +78,12 @@ def harbor_models_dir() -> Path:
 def harbor_atif_errors(files: list[Path]) -> dict[str, str]:
     """Each file Harbor's `Trajectory` model refuses, with its validation error (empty: all valid)."""
     env = {**os.environ, "PYTHONPATH": str(harbor_models_dir())}
-    out = subprocess.run([sys.executable, "-c", _CHECK, *map(str, files)], env=env, capture_output=True,
-                         text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHECK, *map(str, files)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return json.loads(out.stdout)

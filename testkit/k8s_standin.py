@@ -53,13 +53,17 @@ LABEL_PREFIX = "k8s-standin/"
 class StandIn:
     """The API server stand-in; `start()` runs it on its own event loop thread."""
 
-    def __init__(self, docker_host: str, pod_network: str = "host", protocols: tuple[str, ...] = (V5, V4),
-                 node_labels: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        docker_host: str,
+        pod_network: str = "host",
+        protocols: tuple[str, ...] = (V5, V4),
+        node_labels: dict[str, str] | None = None,
+    ) -> None:
         self.docker_host = docker_host
         self.pod_network = pod_network
         self.protocols = protocols
-        self.node_labels = {"kubernetes.io/hostname": "standin", "kubernetes.io/os": "linux",
-                            **(node_labels or {})}
+        self.node_labels = {"kubernetes.io/hostname": "standin", "kubernetes.io/os": "linux", **(node_labels or {})}
         self.id = uuid.uuid4().hex[:8]
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         self.policies: dict[tuple[str, str], dict[str, Any]] = {}
@@ -117,13 +121,23 @@ class StandIn:
     def write_kubeconfig(self, path: Path, namespace: str = "default") -> Path:
         import yaml
 
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "standin",
-            "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
-            "users": [{"name": "standin", "user": {"token": TOKEN}}],
-            "contexts": [{"name": "standin", "context": {"cluster": "standin", "user": "standin",
-                                                         "namespace": namespace}}],
-        }))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "standin",
+                    "clusters": [{"name": "standin", "cluster": {"server": self.url}}],
+                    "users": [{"name": "standin", "user": {"token": TOKEN}}],
+                    "contexts": [
+                        {
+                            "name": "standin",
+                            "context": {"cluster": "standin", "user": "standin", "namespace": namespace},
+                        }
+                    ],
+                }
+            )
+        )
         return path
 
     @web.middleware
@@ -167,9 +181,13 @@ class StandIn:
         spec = pod["spec"]
         wanted = spec.get("nodeSelector") or {}
         if any(self.node_labels.get(k) != v for k, v in wanted.items()):
-            pod["status"] = pod_status("Pending", unschedulable=(
-                "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
-                "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."))
+            pod["status"] = pod_status(
+                "Pending",
+                unschedulable=(
+                    "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+                    "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+                ),
+            )
             self._changed("MODIFIED", pod)
             return
         c = spec["containers"][0]
@@ -184,15 +202,24 @@ class StandIn:
             pod["status"] = pod_status("Pending", waiting=("ImagePullBackOff", backoff))
             self._changed("MODIFIED", pod)
             return
-        isolated = any(p["metadata"]["namespace"] == ns and deny_all_egress(p, pod["metadata"].get("labels") or {})
-                       for p in self.policies.values())
+        isolated = any(
+            p["metadata"]["namespace"] == ns and deny_all_egress(p, pod["metadata"].get("labels") or {})
+            for p in self.policies.values()
+        )
         labels = {LABEL_PREFIX + k: v for k, v in (pod["metadata"].get("labels") or {}).items()}
         labels |= {"k8s-standin": self.id, "k8s-standin.pod": f"{ns}/{name}"}
-        kwargs = dict(image=c["image"], entrypoint=c.get("command"), command=c.get("args") or [], detach=True,
-                      working_dir=c.get("workingDir"), labels=labels,
-                      environment={e["name"]: e.get("value", "") for e in c.get("env") or []},
-                      network_mode="none" if isolated else self.pod_network, **docker_limits(c),
-                      **docker_security(c))
+        kwargs = dict(
+            image=c["image"],
+            entrypoint=c.get("command"),
+            command=c.get("args") or [],
+            detach=True,
+            working_dir=c.get("workingDir"),
+            labels=labels,
+            environment={e["name"]: e.get("value", "") for e in c.get("env") or []},
+            network_mode="none" if isolated else self.pod_network,
+            **docker_limits(c),
+            **docker_security(c),
+        )
         if not isolated and self.pod_network != "host":
             kwargs["hostname"] = name
         try:
@@ -233,8 +260,14 @@ class StandIn:
         sel, fields = q.get("labelSelector", ""), q.get("fieldSelector", "")
         items = [p for (n, _), p in self.pods.items() if n == ns and matches(p, sel, fields)]
         if q.get("watch", "").lower() not in ("true", "1"):
-            return web.json_response({"apiVersion": "v1", "kind": "PodList",
-                                      "metadata": {"resourceVersion": str(next(self._version))}, "items": items})
+            return web.json_response(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PodList",
+                    "metadata": {"resourceVersion": str(next(self._version))},
+                    "items": items,
+                }
+            )
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         await resp.prepare(request)
         queue: asyncio.Queue = asyncio.Queue()
@@ -249,8 +282,16 @@ class StandIn:
             await resp.write_eof()
         return resp
 
-    async def _stream_events(self, resp: web.StreamResponse, queue: asyncio.Queue, items: list[dict[str, Any]],
-                             ns: str, sel: str, fields: str, timeout: float) -> None:
+    async def _stream_events(
+        self,
+        resp: web.StreamResponse,
+        queue: asyncio.Queue,
+        items: list[dict[str, Any]],
+        ns: str,
+        sel: str,
+        fields: str,
+        timeout: float,
+    ) -> None:
         for p in items:
             await resp.write(json.dumps({"type": "ADDED", "object": p}).encode() + b"\n")
         with contextlib.suppress(TimeoutError):
@@ -275,8 +316,9 @@ class StandIn:
     async def list_policies(self, request: web.Request) -> web.Response:
         ns, sel = request.match_info["ns"], request.query.get("labelSelector", "")
         items = [p for (n, _), p in self.policies.items() if n == ns and matches(p, sel, "")]
-        return web.json_response({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicyList",
-                                  "metadata": {}, "items": items})
+        return web.json_response(
+            {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicyList", "metadata": {}, "items": items}
+        )
 
     async def delete_policy(self, request: web.Request) -> web.Response:
         pol = self.policies.pop((request.match_info["ns"], request.match_info["name"]), None)

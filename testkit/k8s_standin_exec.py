@@ -16,8 +16,12 @@ from testkit.k8s_standin_objects import status_body
 def exit_status(code: int | None) -> dict[str, Any]:
     if code == 0:
         return {"metadata": {}, "status": "Success"}
-    return status_body(500, "NonZeroExitCode", f"command terminated with non-zero exit code: exit code {code}",
-                       causes=[{"reason": "ExitCode", "message": str(code if code is not None else 1)}])
+    return status_body(
+        500,
+        "NonZeroExitCode",
+        f"command terminated with non-zero exit code: exit code {code}",
+        causes=[{"reason": "ExitCode", "message": str(code if code is not None else 1)}],
+    )
 
 
 async def send(ws: web.WebSocketResponse, data: bytes) -> None:
@@ -37,8 +41,8 @@ async def pump_out(raw: socket.socket, ws: web.WebSocketResponse) -> None:
             return
         buf += chunk
         while len(buf) >= 8 and len(buf) >= 8 + (size := int.from_bytes(buf[4:8], "big")):
-            kind, payload = buf[0], bytes(buf[8:8 + size])
-            del buf[:8 + size]
+            kind, payload = buf[0], bytes(buf[8 : 8 + size])
+            del buf[: 8 + size]
             await send(ws, bytes([kind if kind in (1, 2) else 1]) + payload)
 
 

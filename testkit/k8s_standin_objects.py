@@ -5,15 +5,30 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_MEMORY_UNITS = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "k": 10**3, "M": 10**6, "G": 10**9,
-                 "T": 10**12, "": 1}
+_MEMORY_UNITS = {
+    "Ki": 1 << 10,
+    "Mi": 1 << 20,
+    "Gi": 1 << 30,
+    "Ti": 1 << 40,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "": 1,
+}
 
 
 def status_body(code: int, reason: str, message: str, causes: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """A `Status` object, as the API server returns for errors and as exec's channel 3 carries."""
-    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                            "status": "Success" if code < 300 else "Failure", "message": message,
-                            "reason": reason, "code": code}
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success" if code < 300 else "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
     if causes:
         body["details"] = {"causes": causes}
     return body
@@ -22,8 +37,9 @@ def status_body(code: int, reason: str, message: str, causes: list[dict[str, str
 def pod_status(phase: str, waiting: tuple[str, str] | None = None, unschedulable: str | None = None) -> dict[str, Any]:
     status: dict[str, Any] = {"phase": phase, "conditions": []}
     if unschedulable:
-        status["conditions"].append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                     "message": unschedulable})
+        status["conditions"].append(
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": unschedulable}
+        )
         return status
     status["conditions"].append({"type": "PodScheduled", "status": "True"})
     if waiting:
@@ -32,8 +48,9 @@ def pod_status(phase: str, waiting: tuple[str, str] | None = None, unschedulable
         state = {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
     else:
         state = {"waiting": {"reason": "ContainerCreating"}}
-    status["containerStatuses"] = [{"name": "sandbox", "image": "", "imageID": "", "ready": phase == "Running",
-                                    "restartCount": 0, "state": state}]
+    status["containerStatuses"] = [
+        {"name": "sandbox", "image": "", "imageID": "", "ready": phase == "Running", "restartCount": 0, "state": state}
+    ]
     return status
 
 

@@ -66,8 +66,9 @@ class LlamaServer:
 
 
 @contextmanager
-def running(workdir: Path, template: Path | None = None, n_ctx: int = 4096,
-            start_timeout: float = 300.0) -> Iterator[LlamaServer]:
+def running(
+    workdir: Path, template: Path | None = None, n_ctx: int = 4096, start_timeout: float = 300.0
+) -> Iterator[LlamaServer]:
     """Start the server, wait for its ready line (not a fixed sleep), stop it on exit or failure."""
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "llama-server.log"
@@ -76,8 +77,14 @@ def running(workdir: Path, template: Path | None = None, n_ctx: int = 4096,
         cmd += ["--template", str(template)]
     repo = Path(__file__).resolve().parents[1]
     with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.Popen(
+            cmd,
+            cwd=repo,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     try:
         root = _wait_ready(proc, start_timeout, log)
         yield LlamaServer(root=root, log=log, n_ctx=n_ctx)
@@ -98,18 +105,21 @@ def _wait_ready(proc: subprocess.Popen[bytes], timeout: float, log: Path) -> str
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise RuntimeError(f"llama.cpp server not ready after {timeout:g}s; log tail:\n"
-                               f"{log.read_text(errors='replace')[-3000:]}")
+            raise RuntimeError(
+                f"llama.cpp server not ready after {timeout:g}s; log tail:\n{log.read_text(errors='replace')[-3000:]}"
+            )
         ready, _, _ = select.select([proc.stdout], [], [], min(left, 1.0))
         if ready:
             chunk = os.read(proc.stdout.fileno(), 4096)
             if not chunk:
-                raise RuntimeError(f"llama.cpp server exited ({proc.wait()}) before it was ready; log tail:\n"
-                                   f"{log.read_text(errors='replace')[-3000:]}")
+                raise RuntimeError(
+                    f"llama.cpp server exited ({proc.wait()}) before it was ready; log tail:\n"
+                    f"{log.read_text(errors='replace')[-3000:]}"
+                )
             buf += chunk
             for line in buf.decode(errors="replace").splitlines():
                 if line.startswith(READY):
-                    return line[len(READY):].strip().rstrip("/")
+                    return line[len(READY) :].strip().rstrip("/")
 
 
 def serve(n_ctx: int, template: str | None, threads: int) -> None:

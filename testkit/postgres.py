@@ -42,13 +42,18 @@ class PostgresServer(BaseModel):
 
     def create_database(self, name: str) -> str:
         """A new empty database; its URL."""
-        subprocess.run([f"{self.bin_dir}/createdb", "-h", self.host, "-p", str(self.port), "-U", self.user, name],
-                       check=True, capture_output=True, text=True)
+        subprocess.run(
+            [f"{self.bin_dir}/createdb", "-h", self.host, "-p", str(self.port), "-U", self.user, name],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         return self.url(name)
 
 
 def bin_dir() -> str | None:
     """Debian puts the server programs in /usr/lib/postgresql/<major>/bin, off PATH."""
+
     def found() -> list[str]:
         return sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
 
@@ -96,21 +101,36 @@ def postgres_server(durable: bool = False) -> Iterator[PostgresServer]:
     env = {**os.environ, "LC_ALL": "C.UTF-8"}
     port = _free_port()
     try:
-        subprocess.run(_cmd(user, f"{programs}/initdb", "-D", str(data), "-U", SUPERUSER, "--auth=trust",
-                            "-E", "UTF8", "--no-sync"), check=True, capture_output=True, text=True, env=env)
+        subprocess.run(
+            _cmd(
+                user, f"{programs}/initdb", "-D", str(data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync"
+            ),
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {data} -c max_connections=200"
         if not durable:
             options += " -c fsync=off"
-        subprocess.run(_cmd(user, f"{programs}/pg_ctl", "-D", str(data), "-l", str(log), "-o", options, "-w",
-                            "-t", "60", "start"), check=True, capture_output=True, text=True, env=env)
+        subprocess.run(
+            _cmd(user, f"{programs}/pg_ctl", "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start"),
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         yield PostgresServer(host="127.0.0.1", port=port, user=SUPERUSER, bin_dir=programs, data_dir=str(data))
     except subprocess.CalledProcessError as e:
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
         raise RuntimeError(f"{' '.join(e.cmd)} failed: {e.stderr.strip()}\n{tail}") from e
     finally:
         if (data / "postmaster.pid").exists():
-            subprocess.run(_cmd(user, f"{programs}/pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop"),
-                           capture_output=True, env=env)
+            subprocess.run(
+                _cmd(user, f"{programs}/pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop"),
+                capture_output=True,
+                env=env,
+            )
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -23,8 +23,11 @@ from contextlib import contextmanager
 from typing import Any
 
 # Loopback only, no usage reports, and workers run the installed Python rather than `uv run` in an uploaded copy.
-LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
-                "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+LOOPBACK_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+}
 
 
 def _free_port() -> int:
@@ -37,8 +40,14 @@ class RayTestCluster:
     """`start()` brings up a head (`head_cpus`, default 0: rollouts run on worker nodes) and `workers` worker
     nodes of `cpus_per_node` CPUs and `resources`; `address` is what `--ray-address` takes."""
 
-    def __init__(self, workers: int = 2, cpus_per_node: float = 2, head_cpus: float = 0,
-                 resources: dict[str, float] | None = None, cluster_env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        workers: int = 2,
+        cpus_per_node: float = 2,
+        head_cpus: float = 0,
+        resources: dict[str, float] | None = None,
+        cluster_env: dict[str, str] | None = None,
+    ):
         self.spec = {"workers": workers, "cpus": cpus_per_node, "head_cpus": head_cpus, "resources": resources or {}}
         self.cluster_env = dict(cluster_env or {})  # e.g. RAY_AUTH_MODE=token and its RAY_AUTH_TOKEN
         self.temp_dir = tempfile.mkdtemp(prefix="mray-", dir="/tmp")  # short: socket paths must stay < 108 bytes
@@ -53,9 +62,14 @@ class RayTestCluster:
 
     def start(self, timeout: float = 180) -> RayTestCluster:
         env = {**os.environ, **LOOPBACK_ENV, **self.cluster_env, "RAY_TMPDIR": self.temp_dir}
-        self.proc = subprocess.Popen([sys.executable, "-m", "testkit.ray_cluster", json.dumps(self.spec)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "testkit.ray_cluster", json.dumps(self.spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
         words = self._reply(timeout)
         self.address, self.worker_ids = words[1], words[2:]
         return self
@@ -111,18 +125,28 @@ def ray_cluster(workers: int = 2, cpus_per_node: float = 2, **kwargs: Any) -> It
 
 
 def _node_args(cpus: float, resources: dict[str, float]) -> dict[str, Any]:
-    return {"num_cpus": cpus, "resources": resources, "include_dashboard": False, "node_ip_address": "127.0.0.1",
-            "object_store_memory": 80 * 1024 * 1024, "min_worker_port": 0, "max_worker_port": 0,
-            "dashboard_port": _free_port(), "dashboard_agent_listen_port": _free_port(),
-            "metrics_export_port": _free_port(), "runtime_env_agent_port": _free_port()}
+    return {
+        "num_cpus": cpus,
+        "resources": resources,
+        "include_dashboard": False,
+        "node_ip_address": "127.0.0.1",
+        "object_store_memory": 80 * 1024 * 1024,
+        "min_worker_port": 0,
+        "max_worker_port": 0,
+        "dashboard_port": _free_port(),
+        "dashboard_agent_listen_port": _free_port(),
+        "metrics_export_port": _free_port(),
+        "runtime_env_agent_port": _free_port(),
+    }
 
 
 def _serve(spec: dict[str, Any]) -> None:
     """The child: start the cluster, print `up <address> <worker ids>`, then obey stdin until EOF."""
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True,
-                      head_node_args={**_node_args(spec["head_cpus"], {}), "gcs_server_port": _free_port()})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={**_node_args(spec["head_cpus"], {}), "gcs_server_port": _free_port()}
+    )
     nodes = {}
     try:
         for _ in range(spec["workers"]):  # started side by side, then awaited together
@@ -147,5 +171,4 @@ def _serve(spec: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-
     _serve(json.loads(sys.argv[1]))

@@ -135,10 +135,17 @@ class ScriptedLLM(LoopbackServer):
     def set_responder(self, fn: Responder) -> None:
         self.responder = fn
 
-    def inject(self, status: int, times: int = 1, retry_after: float | None = None,
-               body: dict[str, Any] | None = None, delay: float = 0.0,
-               headers: dict[str, str] | None = None, raw: bytes | None = None,
-               content_type: str = "application/json") -> None:
+    def inject(
+        self,
+        status: int,
+        times: int = 1,
+        retry_after: float | None = None,
+        body: dict[str, Any] | None = None,
+        delay: float = 0.0,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         """Make the next `times` requests fail with `status` (status 0 + delay: hang, then answer normally).
         `raw` sends those bytes as the body instead (e.g. status 200 with an HTML page)."""
         with self._lock:
@@ -180,8 +187,13 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _send(self, status: int, payload: dict[str, Any] | bytes, headers: dict[str, str] | None = None,
-              content_type: str = "application/json") -> None:
+    def _send(
+        self,
+        status: int,
+        payload: dict[str, Any] | bytes,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)

@@ -23,16 +23,33 @@ def _frame(data: dict[str, Any] | str, event: str | None = None) -> bytes:
 
 
 def _pieces(text: str) -> list[str]:
-    return [text[i:i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
+    return [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
 
 
 def anthropic_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]:
     """Messages API stream: message_start, one start/delta.../stop per content block, message_delta, stop."""
-    usage = {"input_tokens": reply.prompt_tokens - reply.cached_tokens, "output_tokens": 1,
-             "cache_read_input_tokens": reply.cached_tokens, "cache_creation_input_tokens": 0}
-    yield _frame({"type": "message_start", "message": {
-        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model", ""), "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": usage}}, "message_start")
+    usage = {
+        "input_tokens": reply.prompt_tokens - reply.cached_tokens,
+        "output_tokens": 1,
+        "cache_read_input_tokens": reply.cached_tokens,
+        "cache_creation_input_tokens": 0,
+    }
+    yield _frame(
+        {
+            "type": "message_start",
+            "message": {
+                "id": f"msg_{n}",
+                "type": "message",
+                "role": "assistant",
+                "model": body.get("model", ""),
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage,
+            },
+        },
+        "message_start",
+    )
     index = 0
 
     def block(start: dict[str, Any], deltas: list[dict[str, Any]]) -> Iterator[bytes]:
@@ -47,17 +64,24 @@ def anthropic_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[byt
         yield from block({"type": "thinking", "thinking": "", "signature": ""}, deltas)
         index += 1
     if reply.content is not None:
-        yield from block({"type": "text", "text": ""}, [{"type": "text_delta", "text": p}
-                                                       for p in _pieces(reply.content)])
+        yield from block(
+            {"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in _pieces(reply.content)]
+        )
         index += 1
     for i, (name, args) in enumerate(reply.tool_calls):
         start = {"type": "tool_use", "id": f"toolu_{n}_{i}", "name": name, "input": {}}
-        yield from block(start, [{"type": "input_json_delta", "partial_json": p}
-                                 for p in _pieces(arguments(reply, i, args))])
+        yield from block(
+            start, [{"type": "input_json_delta", "partial_json": p} for p in _pieces(arguments(reply, i, args))]
+        )
         index += 1
-    yield _frame({"type": "message_delta", "delta": {"stop_reason": "tool_use" if reply.tool_calls else "end_turn",
-                                                      "stop_sequence": None},
-                  "usage": {"output_tokens": reply.completion_tokens}}, "message_delta")
+    yield _frame(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": reply.completion_tokens},
+        },
+        "message_delta",
+    )
     yield _frame({"type": "message_stop"}, "message_stop")
 
 
@@ -65,8 +89,10 @@ def _stream_tokens(reply: Reply, body: dict[str, Any]) -> tuple[list[int] | None
     """vLLM's token ids and logprobs when the request asks for them (scripted_vllm.py)."""
     from testkit.scripted_vllm import vllm_stream_fields
 
-    calls = [{"function": {"name": name, "arguments": arguments(reply, i, args)}}
-             for i, (name, args) in enumerate(reply.tool_calls)]
+    calls = [
+        {"function": {"name": name, "arguments": arguments(reply, i, args)}}
+        for i, (name, args) in enumerate(reply.tool_calls)
+    ]
     return vllm_stream_fields({"content": reply.content, "tool_calls": calls}, body)
 
 
@@ -93,16 +119,23 @@ def chat_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]:
         for j, p in enumerate(_pieces(arguments(reply, i, args))):
             call: dict[str, Any] = {"index": i, "function": {"arguments": p}}
             if j == 0:
-                call = {"index": i, "id": f"call_{n}_{i}", "type": "function",
-                        "function": {"name": name, "arguments": p}}
+                call = {
+                    "index": i,
+                    "id": f"call_{n}_{i}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": p},
+                }
             yield chunk({"tool_calls": [call]})
     finish = payload({}, "tool_calls" if reply.tool_calls else "stop")
     finish["choices"][0].update(tokens)  # vLLM spreads them over the chunks; a reader concatenates them
     yield _frame(finish)
-    usage = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-             "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
-             "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens}}
+    usage = {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
+    }
     yield _frame({**base, "choices": [], "usage": usage})
     yield _frame("[DONE]")
 
@@ -120,24 +153,47 @@ def responses_events(reply: Reply, body: dict[str, Any], n: int, final: dict[str
     for idx, item in enumerate(final["output"]):
         kind = item["type"]
         if kind == "message":
-            yield ev("response.output_item.added", output_index=idx,
-                     item={**item, "status": "in_progress", "content": []})
+            yield ev(
+                "response.output_item.added", output_index=idx, item={**item, "status": "in_progress", "content": []}
+            )
             part = item["content"][0]
-            yield ev("response.content_part.added", item_id=item["id"], output_index=idx, content_index=0,
-                     part={"type": "output_text", "text": "", "annotations": []})
+            yield ev(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=idx,
+                content_index=0,
+                part={"type": "output_text", "text": "", "annotations": []},
+            )
             for p in _pieces(part["text"]):
-                yield ev("response.output_text.delta", item_id=item["id"], output_index=idx, content_index=0,
-                         delta=p, logprobs=[])
-            yield ev("response.output_text.done", item_id=item["id"], output_index=idx, content_index=0,
-                     text=part["text"], logprobs=[])
+                yield ev(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=idx,
+                    content_index=0,
+                    delta=p,
+                    logprobs=[],
+                )
+            yield ev(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=idx,
+                content_index=0,
+                text=part["text"],
+                logprobs=[],
+            )
             yield ev("response.content_part.done", item_id=item["id"], output_index=idx, content_index=0, part=part)
         elif kind == "function_call":
-            yield ev("response.output_item.added", output_index=idx,
-                     item={**item, "status": "in_progress", "arguments": ""})
+            yield ev(
+                "response.output_item.added", output_index=idx, item={**item, "status": "in_progress", "arguments": ""}
+            )
             for p in _pieces(item["arguments"]):
                 yield ev("response.function_call_arguments.delta", item_id=item["id"], output_index=idx, delta=p)
-            yield ev("response.function_call_arguments.done", item_id=item["id"], output_index=idx,
-                     arguments=item["arguments"])
+            yield ev(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=idx,
+                arguments=item["arguments"],
+            )
         else:
             yield ev("response.output_item.added", output_index=idx, item=item)
         yield ev("response.output_item.done", output_index=idx, item=item)
@@ -154,21 +210,34 @@ def gemini_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]
     for i, (name, args) in enumerate(reply.tool_calls):
         parsed = json.loads(arguments(reply, i, args))
         parts.append({"functionCall": {"name": name, "args": parsed, "id": f"call_{n}_{i}"}})
-    usage = {"promptTokenCount": reply.prompt_tokens, "candidatesTokenCount": reply.completion_tokens,
-             "totalTokenCount": reply.prompt_tokens + reply.completion_tokens,
-             "cachedContentTokenCount": reply.cached_tokens, "thoughtsTokenCount": reply.reasoning_tokens}
+    usage = {
+        "promptTokenCount": reply.prompt_tokens,
+        "candidatesTokenCount": reply.completion_tokens,
+        "totalTokenCount": reply.prompt_tokens + reply.completion_tokens,
+        "cachedContentTokenCount": reply.cached_tokens,
+        "thoughtsTokenCount": reply.reasoning_tokens,
+    }
     for k, part in enumerate(parts):
         last = k == len(parts) - 1
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": [part]}, "index": 0}
-        chunk: dict[str, Any] = {"candidates": [candidate], "modelVersion": body.get("model", "scripted"),
-                                 "responseId": f"resp-{n}"}
+        chunk: dict[str, Any] = {
+            "candidates": [candidate],
+            "modelVersion": body.get("model", "scripted"),
+            "responseId": f"resp-{n}",
+        }
         if last:
             candidate["finishReason"] = "STOP"
             chunk["usageMetadata"] = usage
         yield _frame(chunk)
     if not parts:
-        yield _frame({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP",
-                                      "index": 0}], "usageMetadata": usage})
+        yield _frame(
+            {
+                "candidates": [
+                    {"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}
+                ],
+                "usageMetadata": usage,
+            }
+        )
 
 
 def sse_payloads(frames: Iterator[bytes]) -> Iterator[dict[str, Any]]:

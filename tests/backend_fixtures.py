@@ -57,13 +57,19 @@ def _container_envs(backend: str, **config: Any) -> Iterator[Callable[..., Any]]
     cls = environment_class(backend)
     envs: list[Any] = []
 
-    def make(backend_kwargs: dict[str, Any] | None = None, start: bool = True, startup_timeout: float | None = None,
-             **spec: Any) -> Any:
+    def make(
+        backend_kwargs: dict[str, Any] | None = None,
+        start: bool = True,
+        startup_timeout: float | None = None,
+        **spec: Any,
+    ) -> Any:
         settings = {**config, **({} if startup_timeout is None else {"startup_timeout": startup_timeout})}
         spec.setdefault("image", BASE_IMAGE)
         spec.setdefault("labels", {"mimoagent.run_id": "pytest", "mimoagent.instance": "t"})
-        env = cls(SandboxSpec(**spec), EnvironmentConfig(environment_class=backend, backend_kwargs=backend_kwargs or {},
-                                                         **settings))
+        env = cls(
+            SandboxSpec(**spec),
+            EnvironmentConfig(environment_class=backend, backend_kwargs=backend_kwargs or {}, **settings),
+        )
         envs.append(env)
         if start:
             env.start()

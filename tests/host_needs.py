@@ -46,5 +46,6 @@ def need(binary: str, why: str) -> None:
 
 # For a module or a parametrize case: skipped without bubblewrap, except in CI, where the test runs and
 # fails on the missing binary.
-needs_bwrap = pytest.mark.skipif(bwrap_missing() and not in_ci(),
-                                 reason="bubblewrap is not installed and could not be (apt-get install bubblewrap)")
+needs_bwrap = pytest.mark.skipif(
+    bwrap_missing() and not in_ci(), reason="bubblewrap is not installed and could not be (apt-get install bubblewrap)"
+)

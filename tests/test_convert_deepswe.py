@@ -11,8 +11,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def convert(src: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "convert_deepswe.py"), "--src", str(src),
-                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "convert_deepswe.py"), "--src", str(src), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
 
 
 def rows(path: Path) -> list[dict]:
@@ -41,14 +45,14 @@ def test_deepswe_samples_convert_with_everything_grading_needs(tmp_path: Path, h
     assert sorted(line.split(":")[1].split()[-1] for line in proc.stderr.splitlines()) == sorted(out)
 
 
-def test_a_sample_row_without_dataset_type_is_inferred_deepswe_from_its_image(tmp_path: Path,
-                                                                              harbor_samples: Path) -> None:
+def test_a_sample_row_without_dataset_type_is_inferred_deepswe_from_its_image(
+    tmp_path: Path, harbor_samples: Path
+) -> None:
     from mimo_core.datasets.registry import infer_type
 
     assert convert(harbor_samples, tmp_path / "out.jsonl").returncode == 0
     for row in rows(tmp_path / "out.jsonl"):
-        bare = {"instance_id": row["instance_id"], "problem_statement": row["problem_statement"],
-                "image": row["image"]}
+        bare = {"instance_id": row["instance_id"], "problem_statement": row["problem_statement"], "image": row["image"]}
         assert infer_type(bare) == "deepswe", row["image"]
 
 
@@ -77,8 +81,12 @@ def make_task(root: Path, name: str, toml: str, files: dict[str, bytes] | None =
 
 
 def test_minimal_task_with_binary_test_file_converts(tmp_path: Path) -> None:
-    make_task(tmp_path / "src", "tiny", 'schema_version = "1.3"\n',
-              {"tests/blob.bin": b"\x00\xff\x10", "tests/test.sh": b"echo 1\n", "environment/Dockerfile": b"FROM x\n"})
+    make_task(
+        tmp_path / "src",
+        "tiny",
+        'schema_version = "1.3"\n',
+        {"tests/blob.bin": b"\x00\xff\x10", "tests/test.sh": b"echo 1\n", "environment/Dockerfile": b"FROM x\n"},
+    )
     proc = convert(tmp_path / "src", tmp_path / "out" / "tiny.jsonl")
     assert proc.returncode == 0, proc.stderr
     (row,) = rows(tmp_path / "out" / "tiny.jsonl")

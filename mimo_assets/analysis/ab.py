@@ -26,11 +26,24 @@ from mimo_assets.analysis.designs import Design
 from mimo_assets.analysis.stats import Z95, scored, wilson_interval
 
 SCHEMA: dict[str, Any] = {
-    "dataset": pl.String, "run_kind": pl.String, "design": pl.String, "seed": pl.Int64,
-    "a": pl.String, "b": pl.String, "method": pl.String, "n_a": pl.Int64, "n_b": pl.Int64,
-    "shared_instances": pl.Int64, "pass_rate_a": pl.Float64, "pass_rate_b": pl.Float64,
-    "difference": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-    "flipped_to_pass": pl.String, "flipped_to_fail": pl.String, "runs": pl.String,
+    "dataset": pl.String,
+    "run_kind": pl.String,
+    "design": pl.String,
+    "seed": pl.Int64,
+    "a": pl.String,
+    "b": pl.String,
+    "method": pl.String,
+    "n_a": pl.Int64,
+    "n_b": pl.Int64,
+    "shared_instances": pl.Int64,
+    "pass_rate_a": pl.Float64,
+    "pass_rate_b": pl.Float64,
+    "difference": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "flipped_to_pass": pl.String,
+    "flipped_to_fail": pl.String,
+    "runs": pl.String,
 }
 ACROSS_RUNS = "across runs"  # the label of a comparison made across runs, on request
 
@@ -71,8 +84,11 @@ def _rates(df: pl.DataFrame, a: str, b: str) -> pl.DataFrame:
     s = scored(df)
     if s["dataset"].n_unique() > 1:
         s = s.with_columns(instance_id=pl.col("dataset") + "/" + pl.col("instance_id"))
-    rates = s.filter(pl.col("config_name").is_in([a, b])).group_by("instance_id", "config_name").agg(
-        rate=pl.col("ok").mean())
+    rates = (
+        s.filter(pl.col("config_name").is_in([a, b]))
+        .group_by("instance_id", "config_name")
+        .agg(rate=pl.col("ok").mean())
+    )
     wide = rates.pivot(on="config_name", index="instance_id", values="rate") if rates.height else rates
     if a not in wide.columns or b not in wide.columns:
         return pl.DataFrame(schema={"instance_id": pl.String, a: pl.Float64, b: pl.Float64})
@@ -85,15 +101,29 @@ def paired_comparison(df: pl.DataFrame, a: str, b: str) -> dict[str, Any]:
     ra, rb = wide[a].to_list(), wide[b].to_list()
     gained = wide.filter((pl.col(a) < 0.5) & (pl.col(b) >= 0.5))["instance_id"].to_list()
     lost = wide.filter((pl.col(a) >= 0.5) & (pl.col(b) < 0.5))["instance_id"].to_list()
-    out: dict[str, Any] = {"a": a, "b": b, "design": "paired", "n_a": n, "n_b": n, "shared_instances": n,
-                           "pass_rate_a": sum(ra) / n if n else None, "pass_rate_b": sum(rb) / n if n else None,
-                           "difference": None, "ci_low": None, "ci_high": None, "method": None,
-                           "flipped_to_pass": gained, "flipped_to_fail": lost}
+    out: dict[str, Any] = {
+        "a": a,
+        "b": b,
+        "design": "paired",
+        "n_a": n,
+        "n_b": n,
+        "shared_instances": n,
+        "pass_rate_a": sum(ra) / n if n else None,
+        "pass_rate_b": sum(rb) / n if n else None,
+        "difference": None,
+        "ci_low": None,
+        "ci_high": None,
+        "method": None,
+        "flipped_to_pass": gained,
+        "flipped_to_fail": lost,
+    }
     if n == 0:
         return out
     if all(r in (0.0, 1.0) for r in ra + rb):
-        cells = [sum(1 for x, y in zip(ra, rb, strict=True) if (x, y) == pair)
-                 for pair in ((1.0, 1.0), (0.0, 1.0), (1.0, 0.0), (0.0, 0.0))]
+        cells = [
+            sum(1 for x, y in zip(ra, rb, strict=True) if (x, y) == pair)
+            for pair in ((1.0, 1.0), (0.0, 1.0), (1.0, 0.0), (0.0, 0.0))
+        ]
         result = newcombe_paired(*cells)
         assert result is not None
         out.update(method="newcombe-paired", difference=result[0], ci_low=result[1], ci_high=result[2])
@@ -109,15 +139,28 @@ def paired_comparison(df: pl.DataFrame, a: str, b: str) -> dict[str, Any]:
 
 def unpaired_comparison(df: pl.DataFrame, a: str, b: str) -> dict[str, Any]:
     s = scored(df)
-    counts = {c: (int(g["ok"].sum()), g.height) for (c,), g in s.filter(pl.col("config_name").is_in([a, b]))
-              .group_by("config_name")}
+    counts = {
+        c: (int(g["ok"].sum()), g.height)
+        for (c,), g in s.filter(pl.col("config_name").is_in([a, b])).group_by("config_name")
+    }
     (x_a, n_a), (x_b, n_b) = counts.get(a, (0, 0)), counts.get(b, (0, 0))
     result = newcombe_unpaired(x_a, n_a, x_b, n_b)
-    return {"a": a, "b": b, "design": "unpaired", "method": "newcombe" if result else None, "n_a": n_a, "n_b": n_b,
-            "shared_instances": 0, "pass_rate_a": x_a / n_a if n_a else None,
-            "pass_rate_b": x_b / n_b if n_b else None, "difference": result[0] if result else None,
-            "ci_low": result[1] if result else None, "ci_high": result[2] if result else None,
-            "flipped_to_pass": [], "flipped_to_fail": []}
+    return {
+        "a": a,
+        "b": b,
+        "design": "unpaired",
+        "method": "newcombe" if result else None,
+        "n_a": n_a,
+        "n_b": n_b,
+        "shared_instances": 0,
+        "pass_rate_a": x_a / n_a if n_a else None,
+        "pass_rate_b": x_b / n_b if n_b else None,
+        "difference": result[0] if result else None,
+        "ci_low": result[1] if result else None,
+        "ci_high": result[2] if result else None,
+        "flipped_to_pass": [],
+        "flipped_to_fail": [],
+    }
 
 
 def compare(df: pl.DataFrame, a: str, b: str) -> dict[str, Any]:
@@ -128,7 +171,7 @@ def compare(df: pl.DataFrame, a: str, b: str) -> dict[str, Any]:
 
 def _pairs(configs: list[str]) -> list[tuple[str, str]]:
     names = sorted(set(configs))
-    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
 
 
 def designed(design: Design, cells: pl.DataFrame) -> list[dict[str, Any]]:
@@ -139,8 +182,13 @@ def designed(design: Design, cells: pl.DataFrame) -> list[dict[str, Any]]:
     for (kind,), group in sorted(frame.group_by("run_kind"), key=lambda g: str(g[0][0])):
         for a, b in _pairs(design.configs):
             result = paired_comparison(group, a, b) if design.design == "paired" else unpaired_comparison(group, a, b)
-            result.update(dataset=design.dataset, run_kind=kind, design=design.design,
-                          seed=design.seed if design.design == "random" else None, runs=design.run_ids)
+            result.update(
+                dataset=design.dataset,
+                run_kind=kind,
+                design=design.design,
+                seed=design.seed if design.design == "random" else None,
+                runs=design.run_ids,
+            )
             out.append(result)
     return out
 
@@ -156,8 +204,9 @@ def across_runs(df: pl.DataFrame, asked: list[tuple[str, str]]) -> list[dict[str
             if not result["n_a"] or not result["n_b"]:  # one side never ran here: nothing to compare
                 continue
             runs = sorted(group.filter(pl.col("config_name").is_in([a, b]))["run_id"].unique().to_list())
-            result.update(dataset=dataset, run_kind=kind, design=f"{ACROSS_RUNS}: {result['design']}", seed=None,
-                          runs=runs)
+            result.update(
+                dataset=dataset, run_kind=kind, design=f"{ACROSS_RUNS}: {result['design']}", seed=None, runs=runs
+            )
             out.append(result)
     return out
 

@@ -48,14 +48,22 @@ class Design(BaseModel):
 
 
 def design_tags(
-    request: RunRequest, config_names: list[str], dataset: str, output_dir: Path | None = None,
+    request: RunRequest,
+    config_names: list[str],
+    dataset: str,
+    output_dir: Path | None = None,
 ) -> dict[str, str]:
     """The tags a run with several configs records its design in; none for a single config."""
     names = sorted(set(config_names))
     if len(names) < 2:
         return {}
-    spec = DesignSpec(seed=request.selection.seed, configs=names, dataset=dataset,
-                      output_dir=str(output_dir or request.output_dir), run_id=request.run_id)
+    spec = DesignSpec(
+        seed=request.selection.seed,
+        configs=names,
+        dataset=dataset,
+        output_dir=str(output_dir or request.output_dir),
+        run_id=request.run_id,
+    )
     return {AB_TAG: "paired" if request.paired else "random", DESIGN_TAG: spec.model_dump_json()}
 
 
@@ -69,9 +77,18 @@ def designs(instance: DagsterInstance) -> list[Design]:
             except ValueError:
                 continue  # a tag written by hand or cut short: not a design we can trust
             key = (kind, spec.seed, tuple(spec.configs), spec.dataset, spec.output_dir)
-            design = found.setdefault(key, Design(design=kind, seed=spec.seed, configs=spec.configs,
-                                                  dataset=spec.dataset, output_dir=spec.output_dir, run_ids=[],
-                                                  dagster_run_ids=[]))
+            design = found.setdefault(
+                key,
+                Design(
+                    design=kind,
+                    seed=spec.seed,
+                    configs=spec.configs,
+                    dataset=spec.dataset,
+                    output_dir=spec.output_dir,
+                    run_ids=[],
+                    dagster_run_ids=[],
+                ),
+            )
             if spec.run_id not in design.run_ids:
                 design.run_ids.append(spec.run_id)
             design.dagster_run_ids.append(run.run_id)

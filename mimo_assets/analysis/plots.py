@@ -30,8 +30,10 @@ def label(row: dict) -> str:
 def error_bars(rates: list[float], lows: list[float], highs: list[float]) -> list[list[float]]:
     """[below, above] for matplotlib's yerr: the interval's distance from the rate, clamped at 0 (a bound
     can round to the wrong side of a 0 % or 100 % rate)."""
-    return [[max(0.0, r - lo) for r, lo in zip(rates, lows, strict=True)],
-            [max(0.0, hi - r) for r, hi in zip(rates, highs, strict=True)]]
+    return [
+        [max(0.0, r - lo) for r, lo in zip(rates, lows, strict=True)],
+        [max(0.0, hi - r) for r, hi in zip(rates, highs, strict=True)],
+    ]
 
 
 def _pyplot():
@@ -61,8 +63,16 @@ def pass_rate_png(rates: pl.DataFrame) -> bytes:
     err = error_bars(rate, [float(r["ci_low"]) for r in rows], [float(r["ci_high"]) for r in rows])
     fig, ax = plt.subplots(figsize=(min(MAX_WIDTH_IN, max(4.0, 1.4 * n_bars + 2)), 4.0), dpi=100)
     xs = list(range(n_bars))
-    ax.bar(xs, rate, yerr=err, capsize=min(6, 300 / max(n_bars, 1)), color="#4c78a8", edgecolor="#2f4b7c",
-           linewidth=1.0, error_kw={"elinewidth": 1.0})
+    ax.bar(
+        xs,
+        rate,
+        yerr=err,
+        capsize=min(6, 300 / max(n_bars, 1)),
+        color="#4c78a8",
+        edgecolor="#2f4b7c",
+        linewidth=1.0,
+        error_kw={"elinewidth": 1.0},
+    )
     ax.set_ylim(0, 1.12)  # room above 100 % for the bar's label and its interval
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
     ax.axhline(0, color="#2f4b7c", linewidth=1.0)  # a 0 % bar still has a visible base
@@ -71,8 +81,9 @@ def pass_rate_png(rates: pl.DataFrame) -> bytes:
     if n_bars <= 40:
         ax.set_xticks(xs, [label(r) for r in rows], fontsize=max(5, 9 - n_bars // 8))
         for x, r, row in zip(xs, rate, rows, strict=True):
-            ax.text(x, min(r + 0.03, 1.04) if r < 0.9 else 1.05, f"{r:.0%} (n={row['graded']})", ha="center",
-                    fontsize=8)
+            ax.text(
+                x, min(r + 0.03, 1.04) if r < 0.9 else 1.05, f"{r:.0%} (n={row['graded']})", ha="center", fontsize=8
+            )
     else:  # too many to name: the table beside the plot names them
         ax.set_xticks([])
         ax.set_xlabel(f"{n_bars} (dataset, kind, config) cells, in the table's order")
@@ -93,8 +104,15 @@ def trend_png(trend: pl.DataFrame) -> bytes:
         rate = [float(v) for v in group[RATE].to_list()]
         err = error_bars(rate, [float(v) for v in group["ci_low"]], [float(v) for v in group["ci_high"]])
         name = dict(zip(KEYS, key, strict=True))
-        ax.errorbar(xs, rate, yerr=err, marker="o", capsize=4, clip_on=False,
-                    label=f"{name['config_name']} ({name['dataset']} · {name['run_kind']})")
+        ax.errorbar(
+            xs,
+            rate,
+            yerr=err,
+            marker="o",
+            capsize=4,
+            clip_on=False,
+            label=f"{name['config_name']} ({name['dataset']} · {name['run_kind']})",
+        )
     ticks = range(0, len(nights), max(1, len(nights) // 20))
     ax.set_xticks(list(ticks), [nights[i] for i in ticks], rotation=30, ha="right", fontsize=8)
     ax.set_ylim(-0.04, 1.04)  # a 0 % or 100 % point sits inside the frame, not on it
@@ -138,16 +156,22 @@ def _svg_md(nights: list[str], lines: list[str], rate: dict[tuple[str, str], flo
     shapes = ["<rect width='100' height='40' fill='white' stroke='lightgray'/>"]
     legend = []
     for line, color in zip(lines, _COLORS, strict=False):
-        pts = [f"{round(i * step)},{round(38 - 36 * rate[(line, n)])}"
-               for i, n in enumerate(nights) if (line, n) in rate]
+        pts = [
+            f"{round(i * step)},{round(38 - 36 * rate[(line, n)])}" for i, n in enumerate(nights) if (line, n) in rate
+        ]
         if not pts:
             continue
-        shapes.append(f"<polyline points='{' '.join(pts)}' fill='none' stroke='{color}' stroke-width='1.5'/>"
-                      if len(pts) > 1 else f"<circle cx='{pts[0].split(',')[0]}' cy='{pts[0].split(',')[1]}' "
-                      f"r='2' fill='{color}'/>")
+        shapes.append(
+            f"<polyline points='{' '.join(pts)}' fill='none' stroke='{color}' stroke-width='1.5'/>"
+            if len(pts) > 1
+            else f"<circle cx='{pts[0].split(',')[0]}' cy='{pts[0].split(',')[1]}' r='2' fill='{color}'/>"
+        )
         latest = next((rate[(line, n)] for n in reversed(nights) if (line, n) in rate), None)
         legend.append(f"{color}: {line} {latest:.0%}" if latest is not None else f"{color}: {line}")
-    svg = ("<svg xmlns='http://www.w3.org/2000/svg' viewBox='-2 -2 104 44' width='360' height='150'>"
-           + "".join(shapes) + "</svg>")
+    svg = (
+        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='-2 -2 104 44' width='360' height='150'>"
+        + "".join(shapes)
+        + "</svg>"
+    )
     uri = "data:image/svg+xml," + quote(svg, safe="/:=',.-")
     return f"![pass rate per night]({uri})\n\n{nights[0]} … {nights[-1]} (0–100 %): " + " · ".join(legend)

@@ -81,29 +81,56 @@ def _counted(df: pl.DataFrame) -> pl.DataFrame:
     """Every rollout of the table with `ok` (passed and graded) and `err` (an infrastructure error)."""
     return keyed(df).with_columns(
         err=pl.col("infra_error").fill_null(False),
-        ok=(pl.col("passed").fill_null(False) & ~pl.col("infra_error").fill_null(False)).cast(pl.Int64))
+        ok=(pl.col("passed").fill_null(False) & ~pl.col("infra_error").fill_null(False)).cast(pl.Int64),
+    )
 
 
 def _rate_aggs() -> list[pl.Expr]:
-    return [pl.len().alias(ATTEMPTED), pl.col("err").sum().cast(pl.Int64).alias(ERRORS),
-            pl.col("ok").sum().alias(PASSED)]
+    return [
+        pl.len().alias(ATTEMPTED),
+        pl.col("err").sum().cast(pl.Int64).alias(ERRORS),
+        pl.col("ok").sum().alias(PASSED),
+    ]
 
 
 def pass_rates(df: pl.DataFrame) -> pl.DataFrame:
     """Per dataset, kind of run and config: attempted, errors, graded, passed, the pass rate (of graded) with
     its 95 % Wilson interval and the pass rate (of attempted) (mimo_core.records.rates)."""
-    agg = (_counted(df).group_by(*KEYS)
-           .agg(*_rate_aggs(), instances=pl.col("instance_id").filter(~pl.col("err")).n_unique())
-           .sort(*KEYS))
-    return _with_intervals(agg).select(*KEYS, ATTEMPTED, ERRORS, GRADED, "instances", PASSED, PASS_RATE_OF_GRADED,
-                                       "ci_low", "ci_high", PASS_RATE_OF_ATTEMPTED)
+    agg = (
+        _counted(df)
+        .group_by(*KEYS)
+        .agg(*_rate_aggs(), instances=pl.col("instance_id").filter(~pl.col("err")).n_unique())
+        .sort(*KEYS)
+    )
+    return _with_intervals(agg).select(
+        *KEYS,
+        ATTEMPTED,
+        ERRORS,
+        GRADED,
+        "instances",
+        PASSED,
+        PASS_RATE_OF_GRADED,
+        "ci_low",
+        "ci_high",
+        PASS_RATE_OF_ATTEMPTED,
+    )
 
 
 def pass_rate_by_night(df: pl.DataFrame) -> pl.DataFrame:
     """The same per night, dataset, kind of run and config: the trend."""
     agg = _counted(df).group_by("night", *KEYS).agg(*_rate_aggs()).sort("night", *KEYS)
-    return _with_intervals(agg).select("night", *KEYS, ATTEMPTED, ERRORS, GRADED, PASSED, PASS_RATE_OF_GRADED,
-                                       "ci_low", "ci_high", PASS_RATE_OF_ATTEMPTED)
+    return _with_intervals(agg).select(
+        "night",
+        *KEYS,
+        ATTEMPTED,
+        ERRORS,
+        GRADED,
+        PASSED,
+        PASS_RATE_OF_GRADED,
+        "ci_low",
+        "ci_high",
+        PASS_RATE_OF_ATTEMPTED,
+    )
 
 
 def labelled(df: pl.DataFrame) -> pl.DataFrame:
@@ -122,8 +149,14 @@ def pass_at_k_table(df: pl.DataFrame, ks: list[int] | None = None) -> pl.DataFra
             if k > max_k:
                 continue
             values = [pass_at_k(n, c, k) for n, c in zip(group["n"], group["c"], strict=True)]
-            rows.append({**dict(zip(KEYS, key, strict=True)), "k": k, "instances": len(values),
-                         "pass_at_k": sum(values) / len(values)})
+            rows.append(
+                {
+                    **dict(zip(KEYS, key, strict=True)),
+                    "k": k,
+                    "instances": len(values),
+                    "pass_at_k": sum(values) / len(values),
+                }
+            )
     schema = {**{k: pl.String for k in KEYS}, "k": pl.Int64, "instances": pl.Int64, "pass_at_k": pl.Float64}
     return pl.DataFrame(rows, schema=schema).sort(*KEYS, "k")
 
@@ -132,13 +165,17 @@ def usage(df: pl.DataFrame) -> pl.DataFrame:
     """Cost, tokens, steps and duration per dataset, kind and config (every rollout, infra errors too:
     they cost)."""
     return (
-        keyed(df).with_columns(tokens=pl.col("prompt_tokens") + pl.col("completion_tokens"))
+        keyed(df)
+        .with_columns(tokens=pl.col("prompt_tokens") + pl.col("completion_tokens"))
         .group_by(*KEYS)
         .agg(
             rollouts=pl.len(),
-            cost_total=pl.col("cost").sum(), cost_mean=pl.col("cost").mean(),
-            tokens_total=pl.col("tokens").sum(), tokens_mean=pl.col("tokens").mean(),
-            steps_mean=pl.col("steps").mean(), steps_median=pl.col("steps").median(),
+            cost_total=pl.col("cost").sum(),
+            cost_mean=pl.col("cost").mean(),
+            tokens_total=pl.col("tokens").sum(),
+            tokens_mean=pl.col("tokens").mean(),
+            steps_mean=pl.col("steps").mean(),
+            steps_median=pl.col("steps").median(),
             duration_mean_s=pl.col("duration_s").mean(),
         )
         .sort(*KEYS)
@@ -156,6 +193,7 @@ def exit_statuses(df: pl.DataFrame) -> pl.DataFrame:
 
 def to_markdown(df: pl.DataFrame, digits: int = 3) -> str:
     """A GitHub table, which the Dagster UI renders in the metadata panel."""
+
     def cell(v: Any) -> str:
         if isinstance(v, float):
             return f"{v:.{digits}f}"

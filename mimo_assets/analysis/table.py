@@ -23,20 +23,44 @@ from mimo_assets.partitions import split_key
 from mimo_core.records.results import ResultRecord, ResultsStore
 
 SCHEMA: dict[str, Any] = {
-    "dataset": pl.String, "run_kind": pl.String, "instance_id": pl.String, "config_name": pl.String,
-    "rollout_index": pl.Int64, "run_id": pl.String,
-    "dataset_type": pl.String, "agent_type": pl.String, "model_name": pl.String, "exit_status": pl.String,
-    "infra_error": pl.Boolean, "error_class": pl.String, "reward": pl.Float64, "passed": pl.Boolean,
-    "judge_score": pl.Float64, "recalc": pl.String, "steps": pl.Int64, "prompt_tokens": pl.Int64,
-    "completion_tokens": pl.Int64, "cached_tokens": pl.Int64, "reasoning_tokens": pl.Int64,
-    "cost": pl.Float64, "duration_s": pl.Float64, "started_at": pl.String, "ended_at": pl.String,
-    "grading": pl.String, "run_dir": pl.String, "traj_path": pl.String, "night": pl.String,
+    "dataset": pl.String,
+    "run_kind": pl.String,
+    "instance_id": pl.String,
+    "config_name": pl.String,
+    "rollout_index": pl.Int64,
+    "run_id": pl.String,
+    "dataset_type": pl.String,
+    "agent_type": pl.String,
+    "model_name": pl.String,
+    "exit_status": pl.String,
+    "infra_error": pl.Boolean,
+    "error_class": pl.String,
+    "reward": pl.Float64,
+    "passed": pl.Boolean,
+    "judge_score": pl.Float64,
+    "recalc": pl.String,
+    "steps": pl.Int64,
+    "prompt_tokens": pl.Int64,
+    "completion_tokens": pl.Int64,
+    "cached_tokens": pl.Int64,
+    "reasoning_tokens": pl.Int64,
+    "cost": pl.Float64,
+    "duration_s": pl.Float64,
+    "started_at": pl.String,
+    "ended_at": pl.String,
+    "grading": pl.String,
+    "run_dir": pl.String,
+    "traj_path": pl.String,
+    "night": pl.String,
 }
 NIGHT_TAG = "mimoagent/date"
 
 
 def row(
-    record: ResultRecord, run_dir: Path, night: str | None = None, dataset: str | None = None,
+    record: ResultRecord,
+    run_dir: Path,
+    night: str | None = None,
+    dataset: str | None = None,
 ) -> dict[str, Any]:
     data = record.model_dump(exclude={"error", "output_dir"})
     data["night"], data["dataset"], data["run_kind"] = night, dataset, run_kind(record)
@@ -73,7 +97,9 @@ def graded_events(instance: DagsterInstance) -> dict[str, dict[Cell, tuple[int, 
         recalc = event.metadata.get("recalc")
         cell = (*split_key(event.partition), source_of(str(recalc) if recalc else None))
         nights.setdefault(_night(event.tags, event.timestamp), {})[cell] = (
-            event.storage_id, Path(str(event.metadata["output_dir"])))
+            event.storage_id,
+            Path(str(event.metadata["output_dir"])),
+        )
     return nights
 
 
@@ -81,12 +107,14 @@ def graded_by_night(instance: DagsterInstance) -> dict[str, dict[Cell, Path]]:
     """night → (dataset, instance, config, source) → the run folder of that night's latest graded
     materialization of that source (a gold recalc, a regrade, an agent's run: each keeps its own). The
     night is the `mimoagent/date` tag every door puts on its events (else the event's UTC date)."""
-    return {night: {cell: path for cell, (_, path) in cells.items()}
-            for night, cells in graded_events(instance).items()}
+    return {
+        night: {cell: path for cell, (_, path) in cells.items()} for night, cells in graded_events(instance).items()
+    }
 
 
 def failed_by_night(
-    instance: DagsterInstance, graded: dict[str, dict[Cell, tuple[int, Path]]] | None = None,
+    instance: DagsterInstance,
+    graded: dict[str, dict[Cell, tuple[int, Path]]] | None = None,
 ) -> dict[str, dict[Cell, Path]]:
     """night → cell → the run folder of its latest failure (the `failed` observation a partition with no
     result gets, eventlog/events.failure_observations), for cells whose failure came after that night's
@@ -101,7 +129,9 @@ def failed_by_night(
         recalc = meta.get("recalc")
         cell = (*split_key(event.partition), source_of(str(recalc) if recalc else None))
         nights.setdefault(_night(event.tags, event.timestamp), {})[cell] = (
-            event.storage_id, Path(str(meta["output_dir"])))
+            event.storage_id,
+            Path(str(meta["output_dir"])),
+        )
     out: dict[str, dict[Cell, Path]] = {}
     for night, cells in nights.items():
         done = graded.get(night, {})

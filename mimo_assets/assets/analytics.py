@@ -7,7 +7,6 @@ embedded in the metadata and saved as a PNG. Every table is keyed by dataset, ki
 (`rollouts`) it was computed from.
 """
 
-
 import json
 from pathlib import Path
 
@@ -43,13 +42,23 @@ def _computed_from(df: pl.DataFrame) -> dict[str, object]:
 
 
 def _publish(
-    store: OutputStore, name: str, df: pl.DataFrame, source: pl.DataFrame, **extra: object,
+    store: OutputStore,
+    name: str,
+    df: pl.DataFrame,
+    source: pl.DataFrame,
+    **extra: object,
 ) -> MaterializeResult:
     path = store.tables_dir() / f"{name}.parquet"
     df.write_parquet(path)
-    return MaterializeResult(metadata={"table": MetadataValue.md(stats.to_markdown(stats.labelled(df))),
-                                       "path": MetadataValue.path(str(path)), "rows": df.height,
-                                       **_computed_from(source), **extra})
+    return MaterializeResult(
+        metadata={
+            "table": MetadataValue.md(stats.to_markdown(stats.labelled(df))),
+            "path": MetadataValue.path(str(path)),
+            "rows": df.height,
+            **_computed_from(source),
+            **extra,
+        }
+    )
 
 
 @asset(key=PASS_RATES, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
@@ -61,8 +70,9 @@ def pass_rates(results_table: pl.DataFrame, output_store: OutputStore) -> Materi
     png = output_store.tables_dir() / "pass_rate_by_config.png"
     drawn = df.filter(pl.col(GRADED) > 0)
     md = write_png(pass_rate_png(drawn), png) if drawn.height else "_no graded rollouts yet_"
-    return _publish(output_store, "pass_rates", df, results_table, plot=MetadataValue.md(md),
-                    plot_path=MetadataValue.path(str(png)))
+    return _publish(
+        output_store, "pass_rates", df, results_table, plot=MetadataValue.md(md), plot_path=MetadataValue.path(str(png))
+    )
 
 
 @asset(key=PASS_AT_K, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
@@ -74,13 +84,19 @@ def pass_at_k(results_table: pl.DataFrame, output_store: OutputStore) -> Materia
 class AbConfig(Config):
     """Comparisons across runs are made only when asked: by default each designed A/B is compared alone."""
 
-    across_runs: list[str] = Field(default_factory=list, description="config pairs `A,B` to compare over every "
-                                   "run's current results too (per dataset and kind; labelled 'across runs')")
+    across_runs: list[str] = Field(
+        default_factory=list,
+        description="config pairs `A,B` to compare over every "
+        "run's current results too (per dataset and kind; labelled 'across runs')",
+    )
 
 
 @asset(key=AB_COMPARISON, group_name=ANALYTICS_GROUP, code_version=CODE_VERSION, kinds={"polars"})
 def ab_comparison(
-    context: AssetExecutionContext, config: AbConfig, results_table: pl.DataFrame, output_store: OutputStore,
+    context: AssetExecutionContext,
+    config: AbConfig,
+    results_table: pl.DataFrame,
+    output_store: OutputStore,
 ) -> MaterializeResult:
     """Each A/B a run designed (a run with several configs: one per instance at random with its seed, or
     paired), B − A by config name with that design's 95 % interval, on exactly that run's cells: paired
@@ -102,8 +118,13 @@ def ab_comparison(
         pairs += ab.across_runs(results_table, [(a.strip(), b.strip()) for a, b in asked])
         sources.append(results_table)
     source = pl.concat([stats.scored(f) for f in sources], how="vertical_relaxed") if sources else results_table
-    return _publish(output_store, "ab_comparison", ab.pairs_frame(pairs), source,
-                    pairs=MetadataValue.json(json.loads(json.dumps(pairs))))
+    return _publish(
+        output_store,
+        "ab_comparison",
+        ab.pairs_frame(pairs),
+        source,
+        pairs=MetadataValue.json(json.loads(json.dumps(pairs))),
+    )
 
 
 def _cells_frame(cells: dict[tuple[str, str], Path], dataset: str) -> pl.DataFrame:
@@ -118,8 +139,7 @@ def _cells_frame(cells: dict[tuple[str, str], Path], dataset: str) -> pl.DataFra
     return frame(rows)
 
 
-@asset(
-    code_version=CODE_VERSION, key=USAGE_BY_CONFIG, group_name=ANALYTICS_GROUP, kinds={"polars"})
+@asset(code_version=CODE_VERSION, key=USAGE_BY_CONFIG, group_name=ANALYTICS_GROUP, kinds={"polars"})
 def usage_by_config(results_table: pl.DataFrame, output_store: OutputStore) -> MaterializeResult:
     """Cost, tokens, steps and duration per dataset, kind of run and config."""
     return _publish(output_store, "usage_by_config", stats.usage(results_table), results_table)
@@ -132,7 +152,8 @@ def exit_statuses(results_table: pl.DataFrame, output_store: OutputStore) -> Mat
 
 
 @asset(
-    code_version=CODE_VERSION, key=PASS_RATE_TREND, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"})
+    code_version=CODE_VERSION, key=PASS_RATE_TREND, group_name=ANALYTICS_GROUP, deps=[RESULTS_TABLE], kinds={"polars"}
+)
 def pass_rate_trend(output_store: OutputStore) -> MaterializeResult:
     """Pass rate per night, dataset, kind of run and config (every night's table), as a table and a plot:
     `trend` is shown on the asset's page as it is (a small SVG of the latest nights), `plot` is the full
@@ -146,9 +167,19 @@ def pass_rate_trend(output_store: OutputStore) -> MaterializeResult:
     png = output_store.tables_dir() / "pass_rate_trend.png"
     md = write_png(trend_png(trend), png) if trend.height else "_no graded rollouts yet_"
     latest = trend.filter(pl.col("night") == trend["night"].max()) if trend.height else trend
-    numbers = {f"{PASS_RATE_OF_GRADED}/{r['dataset']}/{r['run_kind']}/{r['config_name']}": float(r[PASS_RATE_OF_GRADED])
-               for r in latest.iter_rows(named=True)}
+    numbers = {
+        f"{PASS_RATE_OF_GRADED}/{r['dataset']}/{r['run_kind']}/{r['config_name']}": float(r[PASS_RATE_OF_GRADED])
+        for r in latest.iter_rows(named=True)
+    }
     inline = trend_inline_md(trend) if trend.height else "_no graded rollouts yet_"
-    return _publish(output_store, "pass_rate_trend", trend, df, trend=MetadataValue.md(inline),
-                    plot=MetadataValue.md(md), plot_path=MetadataValue.path(str(png)),
-                    nights=trend["night"].n_unique(), **numbers)
+    return _publish(
+        output_store,
+        "pass_rate_trend",
+        trend,
+        df,
+        trend=MetadataValue.md(inline),
+        plot=MetadataValue.md(md),
+        plot_path=MetadataValue.path(str(png)),
+        nights=trend["night"].n_unique(),
+        **numbers,
+    )

@@ -36,10 +36,12 @@ def _export(fmt: str, context: AssetExecutionContext, config: ExportConfig, stor
     for _night, parts in sorted(graded_by_night(context.instance).items()):
         # a later night wins; within a night an agent's run (it has the trajectory) over a regrade or gold recalc
         for (dataset, instance_id, config_name, _source), run_dir in sorted(
-                parts.items(), key=lambda item: EXPORT_PREFERENCE.index(item[0][3])):
+            parts.items(), key=lambda item: EXPORT_PREFERENCE.index(item[0][3])
+        ):
             latest.setdefault(dataset, {})[(instance_id, config_name)] = run_dir
-    flt = ExportFilter(statuses=config.statuses, min_reward=config.min_reward, max_reward=config.max_reward,
-                       configs=config.configs)
+    flt = ExportFilter(
+        statuses=config.statuses, min_reward=config.min_reward, max_reward=config.max_reward, configs=config.configs
+    )
     dest = store.root / "exports" / fmt
     refs: list[RolloutRef] = []
     unreadable: dict[str, str] = {}
@@ -54,26 +56,44 @@ def _export(fmt: str, context: AssetExecutionContext, config: ExportConfig, stor
             raise
         report = e.report
     skipped = "\n".join(f"- `{s.rollout}`: {s.reason}" for s in report.skipped[:SHOW_SKIPPED]) or "none"
-    return MaterializeResult(metadata={
-        "path": MetadataValue.path(report.path), "report": MetadataValue.path(str(dest / f"{fmt}_report.json")),
-        "rollouts": report.rollouts, "rows": report.rows, "left_out": len(report.skipped),
-        "left_out_rollouts": MetadataValue.md(skipped),
-    })
+    return MaterializeResult(
+        metadata={
+            "path": MetadataValue.path(report.path),
+            "report": MetadataValue.path(str(dest / f"{fmt}_report.json")),
+            "rollouts": report.rollouts,
+            "rows": report.rows,
+            "left_out": len(report.skipped),
+            "left_out_rollouts": MetadataValue.md(skipped),
+        }
+    )
 
 
 def _export_asset(key: AssetKey, fmt: str, kinds: set[str], doc: str) -> AssetsDefinition:
-    @asset(key=key, group_name=EXPORTS_GROUP, code_version=CODE_VERSION, deps=[GRADED_RESULTS], kinds=kinds,
-           description=doc)
+    @asset(
+        key=key,
+        group_name=EXPORTS_GROUP,
+        code_version=CODE_VERSION,
+        deps=[GRADED_RESULTS],
+        kinds=kinds,
+        description=doc,
+    )
     def export_asset(
-        context: AssetExecutionContext, config: ExportConfig, output_store: OutputStore,
+        context: AssetExecutionContext,
+        config: ExportConfig,
+        output_store: OutputStore,
     ) -> MaterializeResult:
         return _export(fmt, context, config, output_store)
 
     return export_asset
 
 
-sft_export = _export_asset(SFT_EXPORT, "sft", {"parquet"},
-                           "One row per rollout: OpenAI chat messages and tools, instance, config, reward, status.")
-rl_export = _export_asset(RL_EXPORT, "rl", {"parquet"},
-                          "One row per model call: prompt/completion token ids, logprobs, loss mask, reward.")
+sft_export = _export_asset(
+    SFT_EXPORT,
+    "sft",
+    {"parquet"},
+    "One row per rollout: OpenAI chat messages and tools, instance, config, reward, status.",
+)
+rl_export = _export_asset(
+    RL_EXPORT, "rl", {"parquet"}, "One row per model call: prompt/completion token ids, logprobs, loss mask, reward."
+)
 atif_export = _export_asset(ATIF_EXPORT, "atif", {"json"}, "One Harbor ATIF trajectory file per rollout.")

@@ -25,8 +25,14 @@ def write_parquet(df: pl.DataFrame, path: os.PathLike[str]) -> None:
     os.replace(tmp, path)
 
 
-@asset(key=RESULTS_TABLE, group_name=ANALYTICS_GROUP, deps=[GRADED_RESULTS], kinds={"polars", "parquet"},
-       code_version=CODE_VERSION, io_manager_key=TABLES_IO_MANAGER)
+@asset(
+    key=RESULTS_TABLE,
+    group_name=ANALYTICS_GROUP,
+    deps=[GRADED_RESULTS],
+    kinds={"polars", "parquet"},
+    code_version=CODE_VERSION,
+    io_manager_key=TABLES_IO_MANAGER,
+)
 def results_table(context: AssetExecutionContext, output_store: OutputStore) -> Output[pl.DataFrame]:
     """Each night's latest graded partitions with their records, and the infrastructure-error rollouts of
     its failed partitions and of graded ones (`infra_error`: never counted in a rate)
@@ -48,19 +54,34 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
         if night == latest:
             df = table
     path = output_store.tables_dir() / RESULTS_PARQUET
-    return Output(df, metadata={
-        "night": latest or "-",
-        "nights": MetadataValue.json({n: str(folder / f"{n}.parquet") for n in sorted(nights)}),
-        "path": MetadataValue.path(str(path)),
-        "rows": df.height,
-        "rollouts": df.height,
-        "infra_errors": int(df["infra_error"].sum()),
-        "partitions": df.select("dataset", "instance_id", "config_name").unique().height,
-        "runs": sorted(df["run_id"].unique().to_list()),
-        "datasets": sorted(df["dataset"].unique().to_list()),
-        "run_kinds": sorted(df["run_kind"].unique().to_list()),
-        "configs": sorted(df["config_name"].unique().to_list()),
-        "preview": MetadataValue.md(to_markdown(df.select(
-            "dataset", "run_kind", "instance_id", "config_name", "rollout_index", "exit_status", "reward", "steps",
-            "cost").head(20))),
-    })
+    return Output(
+        df,
+        metadata={
+            "night": latest or "-",
+            "nights": MetadataValue.json({n: str(folder / f"{n}.parquet") for n in sorted(nights)}),
+            "path": MetadataValue.path(str(path)),
+            "rows": df.height,
+            "rollouts": df.height,
+            "infra_errors": int(df["infra_error"].sum()),
+            "partitions": df.select("dataset", "instance_id", "config_name").unique().height,
+            "runs": sorted(df["run_id"].unique().to_list()),
+            "datasets": sorted(df["dataset"].unique().to_list()),
+            "run_kinds": sorted(df["run_kind"].unique().to_list()),
+            "configs": sorted(df["config_name"].unique().to_list()),
+            "preview": MetadataValue.md(
+                to_markdown(
+                    df.select(
+                        "dataset",
+                        "run_kind",
+                        "instance_id",
+                        "config_name",
+                        "rollout_index",
+                        "exit_status",
+                        "reward",
+                        "steps",
+                        "cost",
+                    ).head(20)
+                )
+            ),
+        },
+    )

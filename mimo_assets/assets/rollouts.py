@@ -9,7 +9,6 @@ rollouts as they were. Jobs are planned by `mimo_core.run.plan.plan_run`, as for
 backfill's (or chunk's) partitions as the selection.
 """
 
-
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,15 +80,17 @@ def _tasks(dataset: str, instance_ids: set[str], store: OutputStore) -> tuple[Pa
     return files[0], found
 
 
-def _configs(names: set[str], context: AssetExecutionContext, model: ModelEndpoint,
-             sandbox: SandboxBackend) -> dict[str, NamedConfig]:
+def _configs(
+    names: set[str], context: AssetExecutionContext, model: ModelEndpoint, sandbox: SandboxBackend
+) -> dict[str, NamedConfig]:
     from mimo_core.config_checks import load_config
 
     paths = registered_configs(context.instance)
     missing = names - paths.keys()
     if missing:
-        raise ValueError(f"config(s) {sorted(missing)} of these partitions have no registered file: "
-                         "materialize config_files")
+        raise ValueError(
+            f"config(s) {sorted(missing)} of these partitions have no registered file: materialize config_files"
+        )
     overrides = [o for o in (model.overrides(), sandbox.overrides()) if o]
     return {n: load_config(paths[n], overrides) for n in names}
 
@@ -105,7 +106,9 @@ def _nothing_to_regrade(context: AssetExecutionContext, pk: str) -> str:
 
 
 def _regrade_sources(
-    context: AssetExecutionContext, dataset: str, keys: list[tuple[str, str]],
+    context: AssetExecutionContext,
+    dataset: str,
+    keys: list[tuple[str, str]],
 ) -> tuple[dict[Path, list[tuple[str, str]]], dict[tuple[str, str], str]]:
     """Where each partition's latest rollouts were saved (the run folder its materialization names), and
     the partitions with nothing to regrade, with why."""
@@ -122,7 +125,11 @@ def _regrade_sources(
 
 
 def _regrade_jobs(
-    context: AssetExecutionContext, dataset: str, request: RunRequest, rows: list[Task], named: list[NamedConfig],
+    context: AssetExecutionContext,
+    dataset: str,
+    request: RunRequest,
+    rows: list[Task],
+    named: list[NamedConfig],
 ) -> list[RolloutJob]:
     """Regrade the saved submissions of the selected partitions, grouped by the run folder that holds them.
     A partition with nothing to regrade is skipped with a warning naming it and why, never a traceback:
@@ -138,8 +145,13 @@ def _regrade_jobs(
             skipped.update({cell: str(e) for cell in part})
             continue
         have = {(j.task.instance_id, j.config.name) for j in found}
-        skipped.update({cell: f"no finished rollout of it in {source} (only infrastructure errors, or its files are "
-                              "gone)" for cell in part if cell not in have})
+        skipped.update(
+            {
+                cell: f"no finished rollout of it in {source} (only infrastructure errors, or its files are gone)"
+                for cell in part
+                if cell not in have
+            }
+        )
         jobs += found
     for (instance_id, config_name), why in skipped.items():
         context.log.warning(f"regrade of {partition_key(dataset, instance_id, config_name)} skipped: {why}")
@@ -147,9 +159,16 @@ def _regrade_jobs(
 
 
 def cell_events(
-    context: Any, keys: Sequence[str], config: RolloutsConfig, output_store: OutputStore,
-    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, batch_runner: BatchRunner,
-    graded_only: bool = False, always_judge: bool = False, dagster_planned: tuple[AssetKey, ...] = (),
+    context: Any,
+    keys: Sequence[str],
+    config: RolloutsConfig,
+    output_store: OutputStore,
+    model_endpoint: ModelEndpoint,
+    sandbox_backend: SandboxBackend,
+    batch_runner: BatchRunner,
+    graded_only: bool = False,
+    always_judge: bool = False,
+    dagster_planned: tuple[AssetKey, ...] = (),
 ) -> Iterator[list[Event | Kept]]:
     """Run (or regrade) the rollouts of the given partition keys, one output folder per dataset under the
     Dagster run's folder, and build each partition's events as they finish: a backfill's chunk (the
@@ -158,55 +177,99 @@ def cell_events(
     by_dataset: dict[str, list[tuple[str, str]]] = {}
     for dataset, instance_id, config_name in map(split_key, keys):
         by_dataset.setdefault(dataset, []).append((instance_id, config_name))
-    configs = _configs({c for pairs in by_dataset.values() for _, c in pairs}, context, model_endpoint,
-                       sandbox_backend)
+    configs = _configs({c for pairs in by_dataset.values() for _, c in pairs}, context, model_endpoint, sandbox_backend)
     run_dir = output_store.run_dir(context.run.run_id)
     inputs = upstream(context.instance)
     for dataset, pairs in sorted(by_dataset.items()):  # one folder per dataset: ids may repeat across them
         output = run_dir if len(by_dataset) == 1 else run_dir / dataset
         path, tasks = _tasks(dataset, {i for i, _ in pairs}, output_store)
-        request = RunRequest(dataset=str(path), selection=Selection(partitions=pairs),
-                             configs=[c.path for c in configs.values()], num_rollouts=config.num_rollouts,
-                             output_dir=output, run_id=context.run.run_id)
+        request = RunRequest(
+            dataset=str(path),
+            selection=Selection(partitions=pairs),
+            configs=[c.path for c in configs.values()],
+            num_rollouts=config.num_rollouts,
+            output_dir=output,
+            run_id=context.run.run_id,
+        )
         rows, named = list(tasks.values()), list(configs.values())
         if graded_only:
             jobs = _regrade_jobs(context, dataset, request, rows, named)
         else:
             jobs = plan_run(request, rows, named).jobs
-        context.log.info(f"{dataset}: {len(jobs)} rollouts over {len(pairs)} partitions, "
-                         f"{config.workers} at a time -> {output}")
+        context.log.info(
+            f"{dataset}: {len(jobs)} rollouts over {len(pairs)} partitions, {config.workers} at a time -> {output}"
+        )
         yield from materializations(
-            context.instance, dataset, run_in_thread(jobs, config.workers, batch_runner.ray_options()),
-            [j.key for j in jobs], output,
-            inputs, run_tags(), graded_only=graded_only, log=context.log,
-            always_judge=always_judge, dagster_planned=dagster_planned,
+            context.instance,
+            dataset,
+            run_in_thread(jobs, config.workers, batch_runner.ray_options()),
+            [j.key for j in jobs],
+            output,
+            inputs,
+            run_tags(),
+            graded_only=graded_only,
+            log=context.log,
+            always_judge=always_judge,
+            dagster_planned=dagster_planned,
         )
 
 
 @multi_asset(
     specs=[
-        AssetSpec(ROLLOUTS, deps=[CONVERTED_JSONL, CONFIG_FILES], group_name=ROLLOUTS_GROUP, skippable=True,
-                  code_version=CODE_VERSION,
-                  partitions_def=rollout_partitions, kinds={"python"},
-                  description="K agent rollouts per planned instance and config: trajectories, exit statuses, usage."),
-        AssetSpec(JUDGE_SCORES, deps=[ROLLOUTS], group_name=ROLLOUTS_GROUP, code_version=CODE_VERSION, skippable=True,
-                  partitions_def=rollout_partitions,
-                  description="Rubric scores from the in-environment judge agent (empty without a judge)."),
-        AssetSpec(GRADED_RESULTS, deps=[ROLLOUTS, JUDGE_SCORES], group_name=ROLLOUTS_GROUP, skippable=True,
-                  code_version=CODE_VERSION,
-                  partitions_def=rollout_partitions,
-                  description="The verifier's reward per rollout; a recalc rematerializes only this."),
+        AssetSpec(
+            ROLLOUTS,
+            deps=[CONVERTED_JSONL, CONFIG_FILES],
+            group_name=ROLLOUTS_GROUP,
+            skippable=True,
+            code_version=CODE_VERSION,
+            partitions_def=rollout_partitions,
+            kinds={"python"},
+            description="K agent rollouts per planned instance and config: trajectories, exit statuses, usage.",
+        ),
+        AssetSpec(
+            JUDGE_SCORES,
+            deps=[ROLLOUTS],
+            group_name=ROLLOUTS_GROUP,
+            code_version=CODE_VERSION,
+            skippable=True,
+            partitions_def=rollout_partitions,
+            description="Rubric scores from the in-environment judge agent (empty without a judge).",
+        ),
+        AssetSpec(
+            GRADED_RESULTS,
+            deps=[ROLLOUTS, JUDGE_SCORES],
+            group_name=ROLLOUTS_GROUP,
+            skippable=True,
+            code_version=CODE_VERSION,
+            partitions_def=rollout_partitions,
+            description="The verifier's reward per rollout; a recalc rematerializes only this.",
+        ),
     ],
     name="rollouts",
     can_subset=True,
     backfill_policy=backfill_policy(),
 )
 def rollouts(
-    context: AssetExecutionContext, config: RolloutsConfig, output_store: OutputStore,
-    model_endpoint: ModelEndpoint, sandbox_backend: SandboxBackend, batch_runner: BatchRunner,
+    context: AssetExecutionContext,
+    config: RolloutsConfig,
+    output_store: OutputStore,
+    model_endpoint: ModelEndpoint,
+    sandbox_backend: SandboxBackend,
+    batch_runner: BatchRunner,
 ) -> Iterator[AssetMaterialization]:
     graded_only = set(context.selected_asset_keys) == {GRADED_RESULTS}
-    yield from emit_all(context, cell_events(
-        context, context.partition_keys, config, output_store, model_endpoint, sandbox_backend, batch_runner,
-        graded_only=graded_only, always_judge=JUDGE_SCORES in context.selected_asset_keys,
-        dagster_planned=tuple(sorted(context.selected_asset_keys, key=str))))
+    yield from emit_all(
+        context,
+        cell_events(
+            context,
+            context.partition_keys,
+            config,
+            output_store,
+            model_endpoint,
+            sandbox_backend,
+            batch_runner,
+            graded_only=graded_only,
+            always_judge=JUDGE_SCORES in context.selected_asset_keys,
+            dagster_planned=tuple(sorted(context.selected_asset_keys, key=str)),
+        ),
+    )

@@ -24,7 +24,9 @@ def execute_feed(feed: Feed, instance: DagsterInstance, date: str | None = None)
         # The bare job with the resources its step takes, not the code location's Definitions: those import
         # the analytics (polars) and every asset, ~0.3 s of CPU per recorded run.
         result = cli_run_job.execute_in_process(
-            instance=instance, tags=cli_run_tags(feed, date or date_.today().isoformat()), raise_on_error=False,
+            instance=instance,
+            tags=cli_run_tags(feed, date or date_.today().isoformat()),
+            raise_on_error=False,
             resources={"cli_feed": feed, "output_store": OutputStore()},
             run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
         )
@@ -34,8 +36,9 @@ def execute_feed(feed: Feed, instance: DagsterInstance, date: str | None = None)
             if INFRA_FAILURE_PREFIX in message or KILLED_PREFIX in message:  # recorded, and red
                 print(f"recorded as failed dagster run {result.run_id}: {message[:300]}", file=sys.stderr, flush=True)
                 return None
-            return (f"dagster run {result.run_id} ({CLI_RUN_JOB}) failed (see it in the UI; "
-                    f"DAGSTER_HOME={dagster_home()})")
+            return (
+                f"dagster run {result.run_id} ({CLI_RUN_JOB}) failed (see it in the UI; DAGSTER_HOME={dagster_home()})"
+            )
         return None
     except Exception as e:
         return f"{type(e).__name__}: {e}"

@@ -18,14 +18,21 @@ from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
 
 from mimo_assets.cli_recording import registry
 
-IN_PROGRESS = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
-               DagsterRunStatus.STARTED]
+IN_PROGRESS = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
 
 
 def launched(instance: DagsterInstance, run_id: str) -> bool:
     """A `cli_run` run for this CLI run is queued or under way (the sensor asked for it): it records it."""
-    return bool(instance.get_runs(RunsFilter(tags={"mimoagent/source": "cli", "mimoagent/run_id": run_id},
-                                             statuses=IN_PROGRESS), limit=1))
+    return bool(
+        instance.get_runs(
+            RunsFilter(tags={"mimoagent/source": "cli", "mimoagent/run_id": run_id}, statuses=IN_PROGRESS), limit=1
+        )
+    )
 
 
 def ingest_entry(instance: DagsterInstance, path: Path) -> str | None:

@@ -31,8 +31,11 @@ def cli_run_tags(feed_or_header: Feed | RecordingHeader, date: str) -> dict[str,
     header = feed_or_header.header if isinstance(feed_or_header, Feed) else feed_or_header
     req = header.request
     tags = {
-        "mimoagent/source": "cli", "mimoagent/run_id": req.run_id, "mimoagent/date": date,
-        "mimoagent/dataset": req.dataset[:200], "mimoagent/configs": ",".join(header.config_names)[:200],
+        "mimoagent/source": "cli",
+        "mimoagent/run_id": req.run_id,
+        "mimoagent/date": date,
+        "mimoagent/dataset": req.dataset[:200],
+        "mimoagent/configs": ",".join(header.config_names)[:200],
         "mimoagent/output_dir": str(req.output_dir)[:200],
     }
     if req.recalc:
@@ -42,28 +45,39 @@ def cli_run_tags(feed_or_header: Feed | RecordingHeader, date: str) -> dict[str,
 
 
 class CliRunConfig(Config):
-    entry: str = Field(default="", description="the registry entry (<Dagster home>/cli_runs/*.json) to record; "
-                                               "set by the cli_runs_to_record sensor")
+    entry: str = Field(
+        default="",
+        description="the registry entry (<Dagster home>/cli_runs/*.json) to record; "
+        "set by the cli_runs_to_record sensor",
+    )
 
 
 def record_feed(
-    context: OpExecutionContext, feed: Feed, store: OutputStore, recorded: Callable[[], None] = lambda: None,
+    context: OpExecutionContext,
+    feed: Feed,
+    store: OutputStore,
+    recorded: Callable[[], None] = lambda: None,
 ) -> Iterator[AssetMaterialization]:
     """Record a feed; `recorded` runs once its events are stored (before the step fails, if it does)."""
     home_pending = registry.pending_run_ids(_home())
     failure: Failure | None = None
     try:
-        yield from emit_all(context, record_cli_run(context.instance, feed, store.datasets_dir(), context.log,
-                                                    context.run.run_id, home_pending))
+        yield from emit_all(
+            context,
+            record_cli_run(context.instance, feed, store.datasets_dir(), context.log, context.run.run_id, home_pending),
+        )
     except Failure as e:  # infrastructure errors: recorded, and the run is red
         failure = e
     recorded()
     if failure is not None:
         raise failure
     if not feed.complete:
-        raise Failure(description=f"{KILLED_PREFIX} (killed?): what it finished is recorded; the next run over "
-                                  f"{feed.header.request.output_dir} does the rest ({feed.n_planned} rollouts were "
-                                  "planned)", allow_retries=False)
+        raise Failure(
+            description=f"{KILLED_PREFIX} (killed?): what it finished is recorded; the next run over "
+            f"{feed.header.request.output_dir} does the rest ({feed.n_planned} rollouts were "
+            "planned)",
+            allow_retries=False,
+        )
 
 
 def _home() -> Path:
@@ -74,7 +88,10 @@ def _home() -> Path:
 
 @op(name=OP, out={})
 def record_cli_run_op(
-    context: OpExecutionContext, config: CliRunConfig, output_store: OutputStore, cli_feed: ResourceParam[Feed | None],
+    context: OpExecutionContext,
+    config: CliRunConfig,
+    output_store: OutputStore,
+    cli_feed: ResourceParam[Feed | None],
 ) -> Iterator[AssetMaterialization]:
     """Record one CLI run: its registry entry, or the feed handed to this process."""
     if cli_feed is not None:

@@ -62,8 +62,13 @@ class RecorderLink:
             return link
         with open(log, "a") as out:  # a file, not a pipe: a chatty recorder can never block on it
             proc = subprocess.Popen(
-                [sys.executable, "-m", "mimo_assets.cli_recording.recorder", name], stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, env=os.environ.copy(), start_new_session=True, cwd="/",
+                [sys.executable, "-m", "mimo_assets.cli_recording.recorder", name],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=os.environ.copy(),
+                start_new_session=True,
+                cwd="/",
             )
         deadline = time.monotonic() + START_S
         while (sock := _connect(address)) is None:

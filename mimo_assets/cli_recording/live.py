@@ -54,22 +54,29 @@ class LiveRecording:
         self.writer.join()
         if self.link is None:
             self._note(f"not recorded live: {self.error}")
-            print(f"mimoagent: dagster: not recorded live ({self.error}); Dagster records the run from its "
-                  f"results.jsonl instead (log: {self.log})", file=sys.stderr)
+            print(
+                f"mimoagent: dagster: not recorded live ({self.error}); Dagster records the run from its "
+                f"results.jsonl instead (log: {self.log})",
+                file=sys.stderr,
+            )
             return
         limit = wait_limit()
         reply = self.link.result(None if limit is None else max(0.0, limit - (time.monotonic() - t0)))
         waited = time.monotonic() - t0
         if reply is None:
             self._note(f"{WAIT_LINE} {waited:.3f} (then left recording in the background)")
-            print(f"mimoagent: dagster: recording finishes in the background (recorder log: {self.link.log})",
-                  file=sys.stderr)
+            print(
+                f"mimoagent: dagster: recording finishes in the background (recorder log: {self.link.log})",
+                file=sys.stderr,
+            )
             return
         self._note(f"{WAIT_LINE} {waited:.3f}")  # the figure bench/bench_dagster.py reports
         self._note(f"recorded by pid {self.link.pid}: {reply}")
         if reply != "ok":
-            print(f"mimoagent: dagster: not recorded: {reply.removeprefix('error ')} (recorder log: "
-                  f"{self.link.log})", file=sys.stderr)
+            print(
+                f"mimoagent: dagster: not recorded: {reply.removeprefix('error ')} (recorder log: {self.link.log})",
+                file=sys.stderr,
+            )
         elif waited > 2:
             print(f"mimoagent: dagster: recording finished {waited:.1f}s after the rollouts", file=sys.stderr)
 

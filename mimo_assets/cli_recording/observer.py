@@ -30,14 +30,18 @@ REGISTERED_LINE = "registered for Dagster to record:"
 
 def _absolute(request: RunRequest) -> RunRequest:
     """The request with its local paths made absolute: whoever records it does not share the CLI's directory."""
+
     def local(path: str) -> str:
         return os.path.abspath(path) if os.path.exists(path) else path
 
-    return request.model_copy(update={
-        "dataset": local(request.dataset), "configs": [local(c) for c in request.configs],
-        "output_dir": Path(os.path.abspath(request.output_dir)),
-        "recalc": local(request.recalc) if request.recalc not in (None, "gt") else request.recalc,
-    })
+    return request.model_copy(
+        update={
+            "dataset": local(request.dataset),
+            "configs": [local(c) for c in request.configs],
+            "output_dir": Path(os.path.abspath(request.output_dir)),
+            "recalc": local(request.recalc) if request.recalc not in (None, "gt") else request.recalc,
+        }
+    )
 
 
 class DagsterObserver:
@@ -55,8 +59,10 @@ class DagsterObserver:
         from mimo_assets.instance.home import dagster_home
 
         header = RecordingHeader(
-            request=_absolute(self.request), config_names=[c.name for c in plan.configs],
-            instance_ids=[t.instance_id for t in plan.tasks], planned=[j.key for j in plan.jobs],
+            request=_absolute(self.request),
+            config_names=[c.name for c in plan.configs],
+            instance_ids=[t.instance_id for t in plan.tasks],
+            planned=[j.key for j in plan.jobs],
         )
         self.log.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -84,7 +90,6 @@ class DagsterObserver:
         try:
             mark_ended(self.entry)
         except OSError as e:  # recorded later as a killed run: what it finished, nothing lost
-            print(f"mimoagent: dagster: could not mark the run ended ({e}); it is recorded as killed",
-                  file=sys.stderr)
+            print(f"mimoagent: dagster: could not mark the run ended ({e}); it is recorded as killed", file=sys.stderr)
         if self.live is not None:
             self.live.finish()

@@ -32,10 +32,15 @@ def unrecorded(instance: DagsterInstance, dataset: str, feed: Feed, pending: set
     planned = set(header.planned)
     rows, configs = set(header.instance_ids), set(header.config_names)
     done = instance.get_materialized_partitions(ROLLOUTS)
-    return [rec for rec in ResultsStore(header.request.output_dir).finished().values()
-            if rec.key not in planned and rec.instance_id in rows and rec.config_name in configs
-            and rec.run_id not in pending
-            and str(partition_key(dataset, rec.instance_id, rec.config_name)) not in done]
+    return [
+        rec
+        for rec in ResultsStore(header.request.output_dir).finished().values()
+        if rec.key not in planned
+        and rec.instance_id in rows
+        and rec.config_name in configs
+        and rec.run_id not in pending
+        and str(partition_key(dataset, rec.instance_id, rec.config_name)) not in done
+    ]
 
 
 def recorded_before(instance: DagsterInstance, run_id: str, this_run: str) -> set[str]:
@@ -46,14 +51,21 @@ def recorded_before(instance: DagsterInstance, run_id: str, this_run: str) -> se
         if run.run_id == this_run:
             continue
         conn = instance.get_records_for_run(run.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION)
-        found |= {str(r.event_log_entry.asset_materialization.partition) for r in conn.records
-                  if r.event_log_entry.asset_materialization is not None
-                  and r.event_log_entry.asset_materialization.asset_key == GRADED_RESULTS}
+        found |= {
+            str(r.event_log_entry.asset_materialization.partition)
+            for r in conn.records
+            if r.event_log_entry.asset_materialization is not None
+            and r.event_log_entry.asset_materialization.asset_key == GRADED_RESULTS
+        }
     return found
 
 
 def record_cli_run(
-    instance: DagsterInstance, feed: Feed, datasets_dir: Path, log: Any, dagster_run_id: str,
+    instance: DagsterInstance,
+    feed: Feed,
+    datasets_dir: Path,
+    log: Any,
+    dagster_run_id: str,
     pending: set[str] | None = None,
 ) -> Iterator[AssetMaterialization | list[Event]]:
     """The CLI ran the rollouts; register its inputs and log each partition."""
@@ -71,16 +83,27 @@ def record_cli_run(
     yield from config_events(instance, req.configs, tags)
     earlier = [] if req.recalc is not None else unrecorded(instance, dataset, feed, pending or set())
     # the planned cells (and those of earlier rollouts recorded now): "missing" until done
-    register_planned(instance, dataset, [*((i, c) for i, c, _ in header.planned),
-                                         *((r.instance_id, r.config_name) for r in earlier)])
+    register_planned(
+        instance, dataset, [*((i, c) for i, c, _ in header.planned), *((r.instance_id, r.config_name) for r in earlier)]
+    )
     if earlier:
         log.info(f"recording {len(earlier)} finished rollout(s) of an earlier run that Dagster never recorded")
     before = recorded_before(instance, req.run_id, dagster_run_id)
     if before:
         log.info(f"{len(before)} partition(s) of this CLI run were recorded by an earlier recording: not again")
-    records = (r for r in itertools.chain(earlier, feed)
-               if str(partition_key(dataset, r.instance_id, r.config_name)) not in before)
+    records = (
+        r
+        for r in itertools.chain(earlier, feed)
+        if str(partition_key(dataset, r.instance_id, r.config_name)) not in before
+    )
     yield from materializations(
-        instance, dataset, records, [*header.planned, *(r.key for r in earlier)],
-        req.output_dir, upstream(instance), tags, graded_only=req.recalc is not None, log=log,
+        instance,
+        dataset,
+        records,
+        [*header.planned, *(r.key for r in earlier)],
+        req.output_dir,
+        upstream(instance),
+        tags,
+        graded_only=req.recalc is not None,
+        log=log,
     )

@@ -76,8 +76,15 @@ def _boot_id() -> str:
 def write_entry(home: Path, header: RecordingHeader) -> Path:
     """The CLI's entry, before its first rollout."""
     pid = os.getpid()
-    entry = Entry(header=header, pid=pid, pid_start=_proc_start(pid), boot_id=_boot_id(), host=socket.gethostname(),
-                  started_at=datetime.now(UTC).isoformat(timespec="seconds"), date=date.today().isoformat())
+    entry = Entry(
+        header=header,
+        pid=pid,
+        pid_start=_proc_start(pid),
+        boot_id=_boot_id(),
+        host=socket.gethostname(),
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        date=date.today().isoformat(),
+    )
     path = entry_path(home, header.request.run_id)
     atomic_write_text(path, entry.model_dump_json() + "\n")
     return path

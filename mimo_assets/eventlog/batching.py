@@ -36,8 +36,9 @@ LINGER_S = 0.5
 _END = object()
 
 
-def batches(source: Iterable[T], max_size: int = MAX_BATCH, idle_s: float = IDLE_FLUSH_S,
-            linger_s: float = LINGER_S) -> Iterator[list[T]]:
+def batches(
+    source: Iterable[T], max_size: int = MAX_BATCH, idle_s: float = IDLE_FLUSH_S, linger_s: float = LINGER_S
+) -> Iterator[list[T]]:
     """Items of `source` (a blocking iterator, e.g. rollouts finishing) in lists: each list holds the
     first item that arrives plus whatever else arrives within `linger_s`, up to `max_size`. A batch's
     storage costs far more than its events (commits, each asset's latest-event row, the pointer
@@ -125,7 +126,9 @@ def _store(context: OpExecutionContext | Any, events: list[Event]) -> None:
         planned = AssetMaterializationPlannedData(failure.asset_key, partition=failure.partition)
         DagsterEvent.from_step(DagsterEventType.ASSET_MATERIALIZATION_PLANNED, step, planned)
         DagsterEvent.from_step(
-            DagsterEventType.ASSET_FAILED_TO_MATERIALIZE, step, AssetFailedToMaterializeData(failure),
+            DagsterEventType.ASSET_FAILED_TO_MATERIALIZE,
+            step,
+            AssetFailedToMaterializeData(failure),
             message=f"{failure.asset_key.to_user_string()} {failure.partition}: {failure.description}",
         )
     for observation in (e for e in events if isinstance(e, AssetObservation)):
@@ -146,8 +149,9 @@ def emit_all(context: Any, items: Iterable[AssetMaterialization | list[Any]]) ->
                 kept.update({k.partition: k.description for k in item if isinstance(k, Kept)})
                 events = [e for e in item if not isinstance(e, Kept)]
                 staged.log(events)
-                failed.update({str(f.partition): str(f.description) for f in events
-                               if isinstance(f, AssetMaterializationFailure)})
+                failed.update(
+                    {str(f.partition): str(f.description) for f in events if isinstance(f, AssetMaterializationFailure)}
+                )
             else:
                 yield item
     finally:  # what finished is recorded even when the rollouts stopped with an error
@@ -157,11 +161,14 @@ def emit_all(context: Any, items: Iterable[AssetMaterialization | list[Any]]) ->
 
         parts = []
         if failed:
-            parts.append(f"{len(failed)} partition(s) failed: " + "; ".join(f"{p}: {d}" for p, d in
-                                                                           list(failed.items())[:5]))
+            parts.append(
+                f"{len(failed)} partition(s) failed: " + "; ".join(f"{p}: {d}" for p, d in list(failed.items())[:5])
+            )
         if kept:
-            parts.append(f"{len(kept)} partition(s) kept their earlier result: " + "; ".join(
-                f"{p}: {d}" for p, d in list(kept.items())[:5]))
+            parts.append(
+                f"{len(kept)} partition(s) kept their earlier result: "
+                + "; ".join(f"{p}: {d}" for p, d in list(kept.items())[:5])
+            )
         raise Failure(description=f"{INFRA_FAILURE_PREFIX} " + " | ".join(parts), allow_retries=False)
 
 

@@ -69,18 +69,27 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def _rollout_table(records: Sequence[ResultRecord], run_dir: Path) -> str:
-    rows = ["| k | exit status | reward | steps | tokens | cost | duration s | viewer |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| k | exit status | reward | steps | tokens | cost | duration s | viewer |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
-        rows.append(f"| {r.rollout_index} | {r.exit_status} | {r.reward} | {r.steps} | "
-                    f"{r.prompt_tokens + r.completion_tokens} | {r.cost:.4f} | {r.duration_s:.2f} | "
-                    f"[open]({rollout_url(run_dir, r.output_dir)}) |")
+        rows.append(
+            f"| {r.rollout_index} | {r.exit_status} | {r.reward} | {r.steps} | "
+            f"{r.prompt_tokens + r.completion_tokens} | {r.cost:.4f} | {r.duration_s:.2f} | "
+            f"[open]({rollout_url(run_dir, r.output_dir)}) |"
+        )
     return "\n".join(rows)
 
 
 def partition_events(
-    dataset: str, records: Sequence[ResultRecord], run_dir: Path, upstream: Upstream, tags: dict[str, str],
-    graded_only: bool = False, regraded: tuple[AssetKey, int | None, str] | None = None,
+    dataset: str,
+    records: Sequence[ResultRecord],
+    run_dir: Path,
+    upstream: Upstream,
+    tags: dict[str, str],
+    graded_only: bool = False,
+    regraded: tuple[AssetKey, int | None, str] | None = None,
     always_judge: bool = False,
 ) -> list[AssetMaterialization]:
     """rollouts → judge_scores → graded_results for one (instance, config); only the last for a recalc.
@@ -107,7 +116,8 @@ def partition_events(
     else:
         graded_inputs = {JUDGE_SCORES: (None, judge_v)} if judged else {ROLLOUTS: (None, rollout_v)}
     graded = AssetMaterialization(
-        GRADED_RESULTS, partition=pk,
+        GRADED_RESULTS,
+        partition=pk,
         metadata={
             **common,
             "reward": _mean(rewards) if rewards else None,
@@ -122,7 +132,8 @@ def partition_events(
     if graded_only:
         return [graded]
     rollouts = AssetMaterialization(
-        ROLLOUTS, partition=pk,
+        ROLLOUTS,
+        partition=pk,
         metadata={
             **common,
             "exit_status": _summary([r.exit_status for r in records]),
@@ -141,7 +152,8 @@ def partition_events(
     if not judged:  # no judge ran: no judge_scores event (graded results point at the rollouts)
         return [rollouts, graded]
     judge = AssetMaterialization(
-        JUDGE_SCORES, partition=pk,
+        JUDGE_SCORES,
+        partition=pk,
         metadata={**common, "judge_score": _mean(scores) if scores else None, "judged": len(scores)},
         tags={**base, _DATA_VERSION: judge_v, **_input_tags({ROLLOUTS: (None, rollout_v)})},
     )
@@ -152,7 +164,10 @@ FAILED = "failed"  # the `status` of the observation a failed partition gets
 
 
 def partition_failures(
-    dataset: str, records: Sequence[ResultRecord], tags: dict[str, str], graded_only: bool = False,
+    dataset: str,
+    records: Sequence[ResultRecord],
+    tags: dict[str, str],
+    graded_only: bool = False,
     run_dir: Path | None = None,
 ) -> list[AssetMaterializationFailure | AssetObservation]:
     """A partition whose rollouts hit an infrastructure error: failed (not missing, not a 0 score). Dagster's
@@ -167,12 +182,18 @@ def partition_failures(
     why = redact("; ".join(f"#{r.rollout_index} {r.exit_status}: {(r.error or '')[:200]}" for r in bad))
     keys = [GRADED_RESULTS] if graded_only else [ROLLOUTS, GRADED_RESULTS]
     event_tags = {**tags, "mimoagent/run_id": first.run_id}
-    failures: list[AssetMaterializationFailure | AssetObservation] = [AssetMaterializationFailure(
-        key, partition=pk, failure_type=AssetMaterializationFailureType.FAILED,
-        reason=AssetMaterializationFailureReason.FAILED_TO_MATERIALIZE, description=f"infrastructure error: {why}",
-        tags=event_tags,
-        metadata={"exit_status": _summary([r.exit_status for r in bad])},
-    ) for key in keys]
+    failures: list[AssetMaterializationFailure | AssetObservation] = [
+        AssetMaterializationFailure(
+            key,
+            partition=pk,
+            failure_type=AssetMaterializationFailureType.FAILED,
+            reason=AssetMaterializationFailureReason.FAILED_TO_MATERIALIZE,
+            description=f"infrastructure error: {why}",
+            tags=event_tags,
+            metadata={"exit_status": _summary([r.exit_status for r in bad])},
+        )
+        for key in keys
+    ]
     if run_dir is None:
         return failures
     run_dir = run_dir.resolve()
@@ -188,8 +209,16 @@ def partition_failures(
         "rollout_dir": MetadataValue.path(str(run_dir / first.output_dir)),
         "viewer": MetadataValue.url(rollout_url(run_dir, first.output_dir)),
     }
-    return failures + [AssetObservation(key, partition=pk, description=f"failed: infrastructure error: {why}"[:1000],
-                                        metadata=metadata, tags=event_tags) for key in keys]
+    return failures + [
+        AssetObservation(
+            key,
+            partition=pk,
+            description=f"failed: infrastructure error: {why}"[:1000],
+            metadata=metadata,
+            tags=event_tags,
+        )
+        for key in keys
+    ]
 
 
 @dataclass
@@ -208,9 +237,16 @@ def kept_copies(latest: Sequence[AssetMaterialization], why: str) -> list[AssetM
     """The partition's latest events logged again, unchanged but for a tag and a description saying why: in
     a run where Dagster planned the partition (a backfill), a failed run would otherwise count it failed
     though its result stands."""
-    return [AssetMaterialization(m.asset_key, description=f"kept after {why}"[:1000], metadata=m.metadata,
-                                 partition=m.partition, tags={**(m.tags or {}), KEPT_TAG: "infra_error"})
-            for m in latest]
+    return [
+        AssetMaterialization(
+            m.asset_key,
+            description=f"kept after {why}"[:1000],
+            metadata=m.metadata,
+            partition=m.partition,
+            tags={**(m.tags or {}), KEPT_TAG: "infra_error"},
+        )
+        for m in latest
+    ]
 
 
 class PartitionGrouper:

@@ -26,8 +26,11 @@ def _waits_on(event: Event) -> set[str]:
     """Asset keys (user strings) this event points at without a storage id yet."""
     if not isinstance(event, AssetMaterialization):
         return set()
-    return {tag[len(POINTER):] for tag, value in (event.tags or {}).items()
-            if tag.startswith(POINTER) and value == UNSTORED}
+    return {
+        tag[len(POINTER) :]
+        for tag, value in (event.tags or {}).items()
+        if tag.startswith(POINTER) and value == UNSTORED
+    }
 
 
 def split_ready(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
@@ -55,14 +58,19 @@ def fill_pointers(instance: DagsterInstance, stored: Sequence[Event], waiting: S
             continue
         # ids only (one grouped query, no event bodies read back and deserialized)
         latest = instance.event_log_storage.get_latest_storage_id_by_partition(
-            by_key[key], DagsterEventType.ASSET_MATERIALIZATION, partitions)
+            by_key[key], DagsterEventType.ASSET_MATERIALIZATION, partitions
+        )
         ids.update({(key, partition): storage_id for partition, storage_id in latest.items()})
     out: list[Event] = []
     for e in waiting:
         found = {key: ids[(key, str(e.partition))] for key in _waits_on(e) if (key, str(e.partition)) in ids}
         if found and isinstance(e, AssetMaterialization):
-            e = AssetMaterialization(e.asset_key, description=e.description, metadata=e.metadata,
-                                     partition=e.partition,
-                                     tags={**(e.tags or {}), **{POINTER + k: str(v) for k, v in found.items()}})
+            e = AssetMaterialization(
+                e.asset_key,
+                description=e.description,
+                metadata=e.metadata,
+                partition=e.partition,
+                tags={**(e.tags or {}), **{POINTER + k: str(v) for k, v in found.items()}},
+            )
         out.append(e)
     return out

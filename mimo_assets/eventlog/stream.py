@@ -60,7 +60,10 @@ def run_in_thread(jobs: list[RolloutJob], workers: int, ray: Any = None) -> Iter
 
 
 def _regraded_input(
-    instance: DagsterInstance, dataset: str, instance_id: str, config_name: str,
+    instance: DagsterInstance,
+    dataset: str,
+    instance_id: str,
+    config_name: str,
 ) -> tuple[AssetKey, int | None, str]:
     """For a regrade: the event it regrades (the judge scores, or the rollouts when no judge ran), so
     lineage points at the rollout that stays as it was."""
@@ -74,11 +77,18 @@ def _regraded_input(
     return ROLLOUTS, None, "INITIAL"
 
 
-
 def materializations(
-    instance: DagsterInstance, dataset: str, records: Iterable[ResultRecord], planned: list[tuple[str, str, int]],
-    output_dir: Path, upstream: Upstream, tags: dict[str, str], graded_only: bool = False,
-    log: Any = None, always_judge: bool = False, dagster_planned: tuple[AssetKey, ...] = (),
+    instance: DagsterInstance,
+    dataset: str,
+    records: Iterable[ResultRecord],
+    planned: list[tuple[str, str, int]],
+    output_dir: Path,
+    upstream: Upstream,
+    tags: dict[str, str],
+    graded_only: bool = False,
+    log: Any = None,
+    always_judge: bool = False,
+    dagster_planned: tuple[AssetKey, ...] = (),
 ) -> Iterator[list[Event | Kept]]:
     """Group records by partition (of `dataset`, by its name in partition keys); once a partition's K
     rollouts are in, build its events. Yields one
@@ -99,25 +109,45 @@ def materializations(
         why = "; ".join(f"#{r.rollout_index} {r.exit_status}: {(r.error or '')[:200]}" for r in bad)
         earlier = current.of(pk, first.instance_id, first.config_name)
         if log is not None:
-            outcome = f"keeps its result of run {earlier.materialization.metadata['run_id'].value}" if earlier \
+            outcome = (
+                f"keeps its result of run {earlier.materialization.metadata['run_id'].value}"
+                if earlier
                 else "partition failed"
+            )
             for r in bad:
-                log.warning(f"{r.instance_id} [{r.config_name}#{r.rollout_index}]: {r.exit_status} "
-                            f"(infrastructure error, {outcome}): {r.error}")
+                log.warning(
+                    f"{r.instance_id} [{r.config_name}#{r.rollout_index}]: {r.exit_status} "
+                    f"(infrastructure error, {outcome}): {r.error}"
+                )
         if earlier is None:
             return list(partition_failures(dataset, group, tags, graded_only=graded_only, run_dir=output_dir))
         latest = [m for key in dagster_planned if (m := latest_materialization(instance, key, pk)) is not None]
-        return [*kept_copies(latest, f"run {first.run_id}: infrastructure error: {why}"),
-                Kept(pk, f"infrastructure error ({why}); kept the result of run "
-                         f"{earlier.materialization.metadata['run_id'].value}")]
+        return [
+            *kept_copies(latest, f"run {first.run_id}: infrastructure error: {why}"),
+            Kept(
+                pk,
+                f"infrastructure error ({why}); kept the result of run "
+                f"{earlier.materialization.metadata['run_id'].value}",
+            ),
+        ]
 
     def emit(group: list[ResultRecord]) -> list[Event | Kept]:
         if any(r.infra_error for r in group):
             return infra(group)
         first = group[0]
         regraded = _regraded_input(instance, dataset, first.instance_id, first.config_name) if graded_only else None
-        return list(partition_events(dataset, group, output_dir, upstream, tags, graded_only=graded_only,
-                                     regraded=regraded, always_judge=always_judge))
+        return list(
+            partition_events(
+                dataset,
+                group,
+                output_dir,
+                upstream,
+                tags,
+                graded_only=graded_only,
+                regraded=regraded,
+                always_judge=always_judge,
+            )
+        )
 
     for batch in batches(records):
         events: list[Event | Kept] = []

@@ -30,7 +30,7 @@ _STORAGE_MODULE = "module: mimo_assets.instance.storage"
 
 
 def storage_kind() -> str:
-    """"postgres" when the URL variable is set. A bare `postgresql://` URL is pinned to psycopg2 (the
+    """ "postgres" when the URL variable is set. A bare `postgresql://` URL is pinned to psycopg2 (the
     driver dagster-postgres installs) in this process's environment, which every Dagster process started
     from here inherits: SQLAlchemy 2.1 would otherwise look for psycopg 3."""
     url = RecordingSettings.read().postgres_url
@@ -57,8 +57,10 @@ def dagster_home() -> Path:
     else:
         text = config.read_text()
         if kind == "postgres" and POSTGRES_URL_ENV not in text:
-            raise ValueError(f"{POSTGRES_URL_ENV} is set but {config} does not use it (it was created for SQLite): "
-                             f"unset DAGSTER_HOME or point it at a new folder")
+            raise ValueError(
+                f"{POSTGRES_URL_ENV} is set but {config} does not use it (it was created for SQLite): "
+                f"unset DAGSTER_HOME or point it at a new folder"
+            )
         if _OLD_STORAGE_MODULE in text:  # the file we wrote, naming the module where the class used to live
             atomic_write_text(config, text.replace(_OLD_STORAGE_MODULE, _STORAGE_MODULE))
     return home

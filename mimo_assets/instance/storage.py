@@ -45,9 +45,12 @@ class BatchedSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
     def _shared_engine(self) -> Engine:
         """Created on first use and again in a forked child (a pooled connection must not cross a fork)."""
         if self._engine is None or self._engine_pid != os.getpid():
-            self._engine = create_engine(self._conn_string, pool_size=4, max_overflow=8,
-                                         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS,
-                                                       "check_same_thread": False})
+            self._engine = create_engine(
+                self._conn_string,
+                pool_size=4,
+                max_overflow=8,
+                connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+            )
             self._engine_pid = os.getpid()
         return self._engine
 

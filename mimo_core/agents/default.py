@@ -23,15 +23,11 @@ from mimo_core.models.messages import Message, ToolCall
 from mimo_core.status import ExitStatus
 from mimo_core.tools.base import Tool, ToolError
 
-NO_TOOL_CALL = (
-    "Your reply had no tool call. Act by calling one of the tools; call `submit` when the task is done."
-)
+NO_TOOL_CALL = "Your reply had no tool call. Act by calling one of the tools; call `submit` when the task is done."
 
 
 class DefaultAgent:
-    def __init__(
-        self, config: AgentConfig, model: Model, tools: list[Tool], cancel: threading.Event | None = None
-    ):
+    def __init__(self, config: AgentConfig, model: Model, tools: list[Tool], cancel: threading.Event | None = None):
         self.config = config
         self.model = model
         self.tools = {t.schema.name: t for t in tools}
@@ -51,9 +47,14 @@ class DefaultAgent:
         status, error = self._loop(messages, env, ctx, state)
         ctx.log(f"agent finished: {status.value}" + (f" ({error})" if error else ""))
         return AgentResult(
-            exit_status=status, error=error, messages=messages, tools=self.schemas, calls=state.calls,
+            exit_status=status,
+            error=error,
+            messages=messages,
+            tools=self.schemas,
+            calls=state.calls,
             steps=state.steps,
-            usage=state.usage, cost=state.cost,
+            usage=state.usage,
+            cost=state.cost,
         )
 
     def _limit_reached(self, state: _LoopState) -> ExitStatus | None:
@@ -111,7 +112,11 @@ class DefaultAgent:
         return e.status, f"{type(e).__name__}: {e}"
 
     def _run_calls(
-        self, calls: list[ToolCall], messages: list[Message], env: Environment, ctx: AgentContext,
+        self,
+        calls: list[ToolCall],
+        messages: list[Message],
+        env: Environment,
+        ctx: AgentContext,
         state: _LoopState,
     ) -> bool:
         """Answer every call (protocols require a result per call id); True once `submit` was called."""
@@ -138,8 +143,11 @@ class DefaultAgent:
             # strict=False: grammar-constrained servers emit raw newlines inside JSON strings.
             args = json.loads(call.arguments, strict=False) if call.arguments.strip() else {}
         except json.JSONDecodeError as e:
-            return f"Error: the arguments of {call.name} are not valid JSON: {_where(e)}. Send a JSON object.", \
-                False, True
+            return (
+                f"Error: the arguments of {call.name} are not valid JSON: {_where(e)}. Send a JSON object.",
+                False,
+                True,
+            )
         if not isinstance(args, dict):
             return f"Error: the arguments of {call.name} must be a JSON object.", False, True
         try:
@@ -169,16 +177,24 @@ class _LoopState:
             reasoning_tokens=self.usage.reasoning_tokens + u.reasoning_tokens,
         )
         self.cost += resp.cost
-        self.calls.append(CallRecord(
-            step=self.steps, usage=u, latency_s=resp.latency_s, cost=resp.cost, attempts=resp.attempts,
-            finish_reason=resp.finish_reason, token_ids=resp.token_ids,
-            prompt_token_ids=resp.prompt_token_ids, logprobs=resp.logprobs,
-        ))
+        self.calls.append(
+            CallRecord(
+                step=self.steps,
+                usage=u,
+                latency_s=resp.latency_s,
+                cost=resp.cost,
+                attempts=resp.attempts,
+                finish_reason=resp.finish_reason,
+                token_ids=resp.token_ids,
+                prompt_token_ids=resp.prompt_token_ids,
+                logprobs=resp.logprobs,
+            )
+        )
 
 
 def _where(e: json.JSONDecodeError) -> str:
     """The parse error with its place: line, column and the text around it."""
-    near = e.doc[max(e.pos - 20, 0):e.pos + 20]
+    near = e.doc[max(e.pos - 20, 0) : e.pos + 20]
     return f"{e.msg} at line {e.lineno} column {e.colno} (near {near!r})"
 
 

@@ -42,9 +42,7 @@ def sandbox_mounts(config: MimoConfig) -> dict[str, str]:
     return {}
 
 
-def make_agent(
-    config: MimoConfig, dataset_type: DatasetType, cancel: threading.Event | None = None
-) -> Agent:
+def make_agent(config: MimoConfig, dataset_type: DatasetType, cancel: threading.Event | None = None) -> Agent:
     kind = config.agent.type
     if kind == "default":
         from mimo_core.agents.default import DefaultAgent

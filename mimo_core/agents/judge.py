@@ -35,8 +35,7 @@ from mimo_core.status import ExitStatus
 
 JUDGE_SYSTEM = (
     "You are a strict reviewer judging another agent's work. The repository at {{cwd}} holds its final "
-    "state, read-only. Inspect it with the tools. Then call `submit` once with your verdict.\n\n"
-    + UNTRUSTED_NOTE
+    "state, read-only. Inspect it with the tools. Then call `submit` once with your verdict.\n\n" + UNTRUSTED_NOTE
 )
 JUDGE_INSTANCE = (
     "The task the agent was given:\n\n{{task}}\n\n"
@@ -60,16 +59,25 @@ class JudgeAgent(DefaultAgent):
         from mimo_core.tools.truncate import truncate_middle
 
         diff = truncate_middle(self.submission, SUBMISSION_CHARS) if self.submission else "(no changes)"
-        variables = {**task.template_vars(), "cwd": prompt_cwd(env), "rubrics": rubric_block(self.items),
-                     "verdict_format": VERDICT_FORMAT,
-                     "submission": untrusted(diff, "agent submission: the diff of the agent under review")}
+        variables = {
+            **task.template_vars(),
+            "cwd": prompt_cwd(env),
+            "rubrics": rubric_block(self.items),
+            "verdict_format": VERDICT_FORMAT,
+            "submission": untrusted(diff, "agent submission: the diff of the agent under review"),
+        }
         return [
-            Message(role="system", content=render(self.config.system_template, variables,
-                                                  "environment.judge_agent.agent.system_template")),
-            Message(role="user", content=render(self.config.instance_template, variables,
-                                                "environment.judge_agent.agent.instance_template")),
+            Message(
+                role="system",
+                content=render(self.config.system_template, variables, "environment.judge_agent.agent.system_template"),
+            ),
+            Message(
+                role="user",
+                content=render(
+                    self.config.instance_template, variables, "environment.judge_agent.agent.instance_template"
+                ),
+            ),
         ]
-
 
     def _run_one(self, call: ToolCall, env: Environment) -> tuple[str, bool, bool]:
         """What a tool read from the agent's final state reaches the judge delimited as the agent's text."""
@@ -81,8 +89,12 @@ class JudgeAgent(DefaultAgent):
 
 def judge_tool_calls(messages: list[Message]) -> list[dict[str, str]]:
     """Every tool call the judge made, in order (also in its traj.json and agent_msgs/)."""
-    return [{"tool": call.name, "arguments": call.arguments[:TOOL_ARGS_CHARS]}
-            for msg in messages if msg.role == "assistant" for call in msg.tool_calls or []]
+    return [
+        {"tool": call.name, "arguments": call.arguments[:TOOL_ARGS_CHARS]}
+        for msg in messages
+        if msg.role == "assistant"
+        for call in msg.tool_calls or []
+    ]
 
 
 def judge_agent_config(config: AgentConfig) -> AgentConfig:
@@ -113,8 +125,15 @@ def _verdict(messages: list[Message]) -> str | None:
 
 
 def run_judge(
-    config: JudgeAgentConfig, task: Task, env: Environment, out_dir: Path, run_id: str = "",
-    config_name: str = "", rollout_index: int = 0, shell: bool = False, submission: str = "",
+    config: JudgeAgentConfig,
+    task: Task,
+    env: Environment,
+    out_dir: Path,
+    run_id: str = "",
+    config_name: str = "",
+    rollout_index: int = 0,
+    shell: bool = False,
+    submission: str = "",
 ) -> JudgeResult:
     """Score the rubrics; the judge's own trajectory is written in the same schema as the agent's."""
     from mimo_core.agents.factory import shared_model
@@ -138,16 +157,35 @@ def run_judge(
         rec.close()
     elapsed = time.monotonic() - t0
     traj = Trajectory.for_rollout(
-        task=task, run_id=run_id, config_name=config_name, rollout_index=rollout_index, agent_type="judge",
+        task=task,
+        run_id=run_id,
+        config_name=config_name,
+        rollout_index=rollout_index,
+        agent_type="judge",
         model=ModelInfo(name=model.name, protocol=model.protocol, endpoint_host=getattr(model, "endpoint_host", None)),
-        agent=result, exit_status=result.exit_status, error=result.error, submission=verdict,
-        timings=Timings(started_at=started.isoformat(timespec="seconds"),
-                        ended_at=datetime.now(UTC).isoformat(timespec="seconds"), agent_s=elapsed, total_s=elapsed),
+        agent=result,
+        exit_status=result.exit_status,
+        error=result.error,
+        submission=verdict,
+        timings=Timings(
+            started_at=started.isoformat(timespec="seconds"),
+            ended_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            agent_s=elapsed,
+            total_s=elapsed,
+        ),
         config=mask_secret_keys(config.model_dump(mode="json")),
     )
     write_model_json(out_dir / "traj.json", traj)
     return JudgeResult(
-        score=weighted_score(scores, items), scores=scores, exit_status=result.exit_status, error=error,
-        verdict=verdict, model_name=config.model.model_name, steps=result.steps, usage=result.usage,
-        cost=result.cost, trajectory=f"{out_dir.name}/traj.json", tool_calls=judge_tool_calls(result.messages),
+        score=weighted_score(scores, items),
+        scores=scores,
+        exit_status=result.exit_status,
+        error=error,
+        verdict=verdict,
+        model_name=config.model.model_name,
+        steps=result.steps,
+        usage=result.usage,
+        cost=result.cost,
+        trajectory=f"{out_dir.name}/traj.json",
+        tool_calls=judge_tool_calls(result.messages),
     )

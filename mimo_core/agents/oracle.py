@@ -45,5 +45,6 @@ class OracleAgent:
         return AgentResult(
             exit_status=ExitStatus.SUBMITTED if ok else ExitStatus.AGENT_ERROR,
             error=None if ok else f"reference solution did not apply: {tail(log, 500)}",
-            messages=messages, steps=1,
+            messages=messages,
+            steps=1,
         )

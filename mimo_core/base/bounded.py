@@ -101,8 +101,8 @@ class _UniqueKeyLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeL
                 break
             if duplicate:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, f"found the key {key!r} twice",
-                    key_node.start_mark)
+                    "while constructing a mapping", node.start_mark, f"found the key {key!r} twice", key_node.start_mark
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 

@@ -47,8 +47,10 @@ def check_override_secrets(override: Any, where: str = "--override-config") -> N
         for k, v in override.items():
             path = f"{where}: {k}" if where == "--override-config" else f"{where}.{k}"
             if is_secret_name(str(k)) and isinstance(v, str) and v and not _VAR.fullmatch(v.strip()):
-                raise ConfigError(f"{path}: a secret on the command line is visible to every process; put it "
-                                  f"in an environment variable and write \"${{VAR}}\" here")
+                raise ConfigError(
+                    f"{path}: a secret on the command line is visible to every process; put it "
+                    f'in an environment variable and write "${{VAR}}" here'
+                )
             check_override_secrets(v, path)
     elif isinstance(override, list):
         for item in override:

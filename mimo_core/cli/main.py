@@ -30,38 +30,76 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="mimoagent",
         description="Run agent rollouts on a dataset, grade them in place, record trajectories. "
-                    "`mimoagent cleanup` removes leftover sandboxes (containers, local folders and their "
-                    "processes) of crashed runs; `mimoagent payload build` packs CLI agents for offline installs; "
-                    "`mimoagent view OUTPUT_DIR` browses rollouts in a local web page; "
-                    "`mimoagent export OUTPUT_DIR --format sft|rl|atif` writes training exports.",
+        "`mimoagent cleanup` removes leftover sandboxes (containers, local folders and their "
+        "processes) of crashed runs; `mimoagent payload build` packs CLI agents for offline installs; "
+        "`mimoagent view OUTPUT_DIR` browses rollouts in a local web page; "
+        "`mimoagent export OUTPUT_DIR --format sft|rl|atif` writes training exports.",
     )
-    p.add_argument("-c", "--config", action="append", required=True, metavar="CONFIG",
-                   help="YAML config; several = one config per instance at random (A/B), seeded")
+    p.add_argument(
+        "-c",
+        "--config",
+        action="append",
+        required=True,
+        metavar="CONFIG",
+        help="YAML config; several = one config per instance at random (A/B), seeded",
+    )
     p.add_argument("--dataset", required=True, help="JSONL, parquet, local HF dataset folder or HF hub name")
     p.add_argument("--split", default=None, help="dataset split (Hugging Face datasets)")
     p.add_argument("--slice", default=None, metavar="A:B", help="select rows A..B (after --filter/--shuffle)")
     p.add_argument("--filter", default=None, metavar="REGEX", help="keep instance ids matching REGEX")
     p.add_argument("--shuffle", action="store_true", help="shuffle instances (seeded by --seed)")
     p.add_argument("--seed", type=int, default=0, help="seed for --shuffle and A/B config assignment")
-    p.add_argument("--paired", action="store_true",
-                   help="with several -c: run every config on every instance (paired A/B) instead of one each")
+    p.add_argument(
+        "--paired",
+        action="store_true",
+        help="with several -c: run every config on every instance (paired A/B) instead of one each",
+    )
     p.add_argument("--workers", type=int, default=1, help="rollouts run in parallel (cluster-wide with --runner ray)")
-    p.add_argument("--runner", choices=["thread", "ray"], default="thread",
-                   help="thread: a pool in this process; ray: tasks on a Ray cluster (docs/ray.md)")
-    p.add_argument("--ray-address", default=None, metavar="ADDR",
-                   help="Ray cluster to join (default: $RAY_ADDRESS, else a local cluster for this run)")
-    p.add_argument("--ray-resources", default=None, metavar="CPU=1,memory=2GiB,sandbox=1",
-                   help="each rollout's Ray resource request (default CPU=1)")
+    p.add_argument(
+        "--runner",
+        choices=["thread", "ray"],
+        default="thread",
+        help="thread: a pool in this process; ray: tasks on a Ray cluster (docs/ray.md)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="Ray cluster to join (default: $RAY_ADDRESS, else a local cluster for this run)",
+    )
+    p.add_argument(
+        "--ray-resources",
+        default=None,
+        metavar="CPU=1,memory=2GiB,sandbox=1",
+        help="each rollout's Ray resource request (default CPU=1)",
+    )
     p.add_argument("--num-rollouts", type=int, default=1, metavar="K", help="rollouts per instance")
     p.add_argument("--redo-existing", action="store_true", help="rerun rollouts that already finished")
-    p.add_argument("--rerun-changed", action="store_true",
-                   help="also rerun the finished rollouts whose config, row or repository folder changed since")
-    p.add_argument("--rerun-status", type=statuses_arg, default=[], metavar="STATUS,...",
-                   help="rerun exactly the finished rollouts with these exit statuses, e.g. model_error,grading_error")
-    p.add_argument("--override-config", action="append", default=[], metavar="JSON",
-                   help='deep-merged into every config, e.g. \'{"agent": {"step_limit": 50}}\'')
-    p.add_argument("--recalc-input", default=None, metavar="gt|DIR",
-                   help="grade the reference solution (gt) or the submissions saved in DIR; no agent runs")
+    p.add_argument(
+        "--rerun-changed",
+        action="store_true",
+        help="also rerun the finished rollouts whose config, row or repository folder changed since",
+    )
+    p.add_argument(
+        "--rerun-status",
+        type=statuses_arg,
+        default=[],
+        metavar="STATUS,...",
+        help="rerun exactly the finished rollouts with these exit statuses, e.g. model_error,grading_error",
+    )
+    p.add_argument(
+        "--override-config",
+        action="append",
+        default=[],
+        metavar="JSON",
+        help='deep-merged into every config, e.g. \'{"agent": {"step_limit": 50}}\'',
+    )
+    p.add_argument(
+        "--recalc-input",
+        default=None,
+        metavar="gt|DIR",
+        help="grade the reference solution (gt) or the submissions saved in DIR; no agent runs",
+    )
     p.add_argument("-o", "--output", required=True, help="output folder (one mimoagent at a time writes to it)")
     p.add_argument("--allow-empty", action="store_true", help="a dataset (or selection) of 0 rows is not an error")
     p.add_argument("--run-id", default=None, help=argparse.SUPPRESS)
@@ -69,18 +107,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def build_cleanup_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mimoagent cleanup", description="Remove sandboxes left behind by crashed runs. The sandboxes "
-                "of a run that is still going are left alone unless --force is given.")
+    p = _Parser(
+        prog="mimoagent cleanup",
+        description="Remove sandboxes left behind by crashed runs. The sandboxes "
+        "of a run that is still going are left alone unless --force is given.",
+    )
     p.add_argument("--run-id", default=None, help="only this run's sandboxes")
-    p.add_argument("--stale-only", action="store_true",
-                   help="only sandboxes whose runner process is gone, and say nothing of the others")
-    p.add_argument("--force", action="store_true",
-                   help="also remove the sandboxes of runs that are still going (their rollouts end as "
-                        "environment_error)")
-    p.add_argument("--root", action="append", default=[], metavar="DIR",
-                   help="folder holding local sandboxes (environment.backend_kwargs.root); default: the temp dir")
-    p.add_argument("--namespace", action="append", default=[], metavar="NS",
-                   help="Kubernetes namespace to clean (repeatable); default: the kubeconfig context's")
+    p.add_argument(
+        "--stale-only",
+        action="store_true",
+        help="only sandboxes whose runner process is gone, and say nothing of the others",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="also remove the sandboxes of runs that are still going (their rollouts end as environment_error)",
+    )
+    p.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder holding local sandboxes (environment.backend_kwargs.root); default: the temp dir",
+    )
+    p.add_argument(
+        "--namespace",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="Kubernetes namespace to clean (repeatable); default: the kubeconfig context's",
+    )
     return p
 
 
@@ -103,8 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except KeyboardInterrupt:
         leave()
-        print("\nmimoagent: interrupted; finished rollouts are kept, rerun the command to resume",
-              file=sys.stderr)
+        print("\nmimoagent: interrupted; finished rollouts are kept, rerun the command to resume", file=sys.stderr)
         return 130
     finally:
         # Everything still alive is left to the interpreter's shutdown, whose collections would scan it
@@ -141,8 +196,11 @@ def _cleanup(args: argparse.Namespace) -> int:
     print(summary)
     if live and not args.stale_only:
         shown = ", ".join(live[:5]) + (f" and {len(live) - 5} more" if len(live) > 5 else "")
-        print(f"mimoagent cleanup: left {len(live)} sandbox(es) alone because their run is still going: {shown}; "
-              "stop that run first, or pass --force to remove them anyway", file=sys.stderr)
+        print(
+            f"mimoagent cleanup: left {len(live)} sandbox(es) alone because their run is still going: {shown}; "
+            "stop that run first, or pass --force to remove them anyway",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     return 0
 
@@ -205,16 +263,25 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
 
     aside = ResultsStore(output).repair()
     if aside is not None:
-        print(f"mimoagent: {output / 'results.jsonl'}: incomplete line(s) moved to {aside.name}; "
-              "their rollouts are redone", file=sys.stderr)
+        print(
+            f"mimoagent: {output / 'results.jsonl'}: incomplete line(s) moved to {aside.name}; "
+            "their rollouts are redone",
+            file=sys.stderr,
+        )
     plan = plan_run(request, tasks, configs)
     jobs = plan.jobs
-    print(f"mimoagent: run {request.run_id}: {len(plan.tasks)} instances, {len(jobs)} rollouts to run"
-          + (f", {plan.skipped} already finished (use --redo-existing to rerun)" if plan.skipped > 0 else "")
-          + f" -> {output}", file=sys.stderr)
+    print(
+        f"mimoagent: run {request.run_id}: {len(plan.tasks)} instances, {len(jobs)} rollouts to run"
+        + (f", {plan.skipped} already finished (use --redo-existing to rerun)" if plan.skipped > 0 else "")
+        + f" -> {output}",
+        file=sys.stderr,
+    )
     if plan.changed:
-        print(f"mimoagent: {plan.changed} finished rollout(s) ran with a config, row or repository that has "
-              "changed since; they are kept as they are (--rerun-changed runs them again)", file=sys.stderr)
+        print(
+            f"mimoagent: {plan.changed} finished rollout(s) ran with a config, row or repository that has "
+            "changed since; they are kept as they are (--rerun-changed runs them again)",
+            file=sys.stderr,
+        )
     from mimo_core.environments.sweep import before_run
 
     before_run(configs, sweep=args.ray is None)  # a Ray run's sandboxes live on its nodes (docs/ray.md)
@@ -228,8 +295,11 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
             r.finish()
     _print_summary(output, plan.selected)
     if records and all(r.infra_error for r in records):
-        print(f"mimoagent: every rollout of this run ({len(records)}) ended in an infrastructure error; "
-              f"see {output / 'results.jsonl'}", file=sys.stderr)
+        print(
+            f"mimoagent: every rollout of this run ({len(records)}) ended in an infrastructure error; "
+            f"see {output / 'results.jsonl'}",
+            file=sys.stderr,
+        )
         return EXIT_ALL_INFRA
     return 0
 
@@ -257,11 +327,22 @@ def _warm_models(configs: list[Any]) -> None:
 # The flag (argparse dest) behind each RunRequest field (mimo_core.run.plan.request_fields); a field no flag
 # sets says why. tests/dagster/test_run_request_fields.py fails when RunRequest gains a field not listed.
 REQUEST_FLAGS = {
-    "dataset": "dataset", "split": "split", "filter": "filter", "shuffle": "shuffle", "slice": "slice",
-    "seed": "seed", "configs": "config", "paired": "paired", "overrides": "override_config",
-    "num_rollouts": "num_rollouts", "redo_existing": "redo_existing", "rerun_status": "rerun_status",
+    "dataset": "dataset",
+    "split": "split",
+    "filter": "filter",
+    "shuffle": "shuffle",
+    "slice": "slice",
+    "seed": "seed",
+    "configs": "config",
+    "paired": "paired",
+    "overrides": "override_config",
+    "num_rollouts": "num_rollouts",
+    "redo_existing": "redo_existing",
+    "rerun_status": "rerun_status",
     "rerun_changed": "rerun_changed",
-    "recalc": "recalc_input", "output_dir": "output", "run_id": "run_id",
+    "recalc": "recalc_input",
+    "output_dir": "output",
+    "run_id": "run_id",
 }
 NOT_FLAGS = {"partitions": "a Dagster backfill selects partitions; a command line selects rows"}
 
@@ -290,7 +371,11 @@ def _request(args: argparse.Namespace) -> Any:
 
 
 def _run_with_progress(
-    jobs: list[Any], workers: int, observers: list[Any], recalc: bool, ray: Any = None,
+    jobs: list[Any],
+    workers: int,
+    observers: list[Any],
+    recalc: bool,
+    ray: Any = None,
 ) -> list[Any]:
     from mimo_core.cli.report import Tally
     from mimo_core.run.batch import run_jobs
@@ -301,8 +386,7 @@ def _run_with_progress(
     if live and jobs:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                            transient=False)
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), transient=False)
         bar = progress.add_task(tally.line(), total=len(jobs))
         progress.start()
 
@@ -320,8 +404,11 @@ def _run_with_progress(
             if why and not recalc:  # an error is printed above the bar, where it stays
                 progress.console.print(f"{name}: {record.exit_status}: {why}", markup=False, highlight=False)
         elif not recalc:
-            print(f"{name}: {record.exit_status} reward={record.reward}{why and f' ({why})'} · {tally.line()}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{name}: {record.exit_status} reward={record.reward}{why and f' ({why})'} · {tally.line()}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     try:
         return run_jobs(jobs, workers, on_result, ray=ray)
@@ -349,8 +436,10 @@ def _print_summary(output: Path, selected: frozenset[tuple[str, str, int]]) -> N
         print(render_table(summarize(records)))
     others = len(everything) - len(records)
     if others:
-        print(f"(the table covers the {len(records)} rollout(s) this run selected; {output / 'results.jsonl'} "
-              f"holds {others} more from other selections)")
+        print(
+            f"(the table covers the {len(records)} rollout(s) this run selected; {output / 'results.jsonl'} "
+            f"holds {others} more from other selections)"
+        )
     if everything:
         print(f"results: {output / 'results.jsonl'}")
 

@@ -48,28 +48,57 @@ def summarize(records: Iterable[ResultRecord]) -> list[ConfigSummary]:
     out = []
     for name, recs in sorted(groups.items()):
         c = rates.counts(recs)
-        out.append(ConfigSummary(
-            config=name, instances=len({r.instance_id for r in recs}), rollouts=c.attempted, passed=c.passed,
-            errors=c.errors, error_classes=dict(Counter(str(r.error_class) for r in recs if r.error_class)),
-            mean_steps=sum(r.steps for r in recs) / len(recs),
-            tokens=sum(r.prompt_tokens + r.completion_tokens for r in recs), cost=sum(r.cost for r in recs),
-        ))
+        out.append(
+            ConfigSummary(
+                config=name,
+                instances=len({r.instance_id for r in recs}),
+                rollouts=c.attempted,
+                passed=c.passed,
+                errors=c.errors,
+                error_classes=dict(Counter(str(r.error_class) for r in recs if r.error_class)),
+                mean_steps=sum(r.steps for r in recs) / len(recs),
+                tokens=sum(r.prompt_tokens + r.completion_tokens for r in recs),
+                cost=sum(r.cost for r in recs),
+            )
+        )
     return out
 
 
-COLUMNS = ["config", "instances", rates.LABELS[rates.ATTEMPTED], rates.LABELS[rates.ERRORS],
-           rates.LABELS[rates.GRADED], rates.LABELS[rates.PASSED], rates.LABELS[rates.PASS_RATE_OF_GRADED],
-           rates.LABELS[rates.PASS_RATE_OF_ATTEMPTED], "error classes", "mean steps", "tokens", "cost $"]
+COLUMNS = [
+    "config",
+    "instances",
+    rates.LABELS[rates.ATTEMPTED],
+    rates.LABELS[rates.ERRORS],
+    rates.LABELS[rates.GRADED],
+    rates.LABELS[rates.PASSED],
+    rates.LABELS[rates.PASS_RATE_OF_GRADED],
+    rates.LABELS[rates.PASS_RATE_OF_ATTEMPTED],
+    "error classes",
+    "mean steps",
+    "tokens",
+    "cost $",
+]
 
 
 def table_rows(summaries: list[ConfigSummary]) -> list[list[str]]:
     """The table's cells, under COLUMNS."""
-    return [[
-        s.config, str(s.instances), str(s.rollouts), str(s.errors), str(s.graded), str(s.passed),
-        rates.percent(s.pass_rate_of_graded), rates.percent(s.pass_rate_of_attempted),
-        ", ".join(f"{k}={v}" for k, v in sorted(s.error_classes.items())) or "-", f"{s.mean_steps:.1f}",
-        f"{s.tokens:,}", f"{s.cost:.4f}",
-    ] for s in summaries]
+    return [
+        [
+            s.config,
+            str(s.instances),
+            str(s.rollouts),
+            str(s.errors),
+            str(s.graded),
+            str(s.passed),
+            rates.percent(s.pass_rate_of_graded),
+            rates.percent(s.pass_rate_of_attempted),
+            ", ".join(f"{k}={v}" for k, v in sorted(s.error_classes.items())) or "-",
+            f"{s.mean_steps:.1f}",
+            f"{s.tokens:,}",
+            f"{s.cost:.4f}",
+        ]
+        for s in summaries
+    ]
 
 
 def render_table(summaries: list[ConfigSummary]) -> str:
@@ -99,5 +128,4 @@ class Tally:
         self.cost += r.cost
 
     def line(self) -> str:
-        return (f"{self.done}/{self.total} done · {self.passed} passed · {self.errors} errors · "
-                f"${self.cost:.4f}")
+        return f"{self.done}/{self.total} done · {self.passed} passed · {self.errors} errors · ${self.cost:.4f}"

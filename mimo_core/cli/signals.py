@@ -50,8 +50,9 @@ def install() -> None:
         signal.signal(signum, _noted)
     signal.signal(_UNWIND, _unwind)
     signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    threading.Thread(target=_watch, args=(read_fd, threading.main_thread().ident), name="mimo-signals",
-                     daemon=True).start()
+    threading.Thread(
+        target=_watch, args=(read_fd, threading.main_thread().ident), name="mimo-signals", daemon=True
+    ).start()
     atexit.register(_exiting)  # registered first, so it runs after every other exit hook
     _installed = True
 

@@ -17,8 +17,15 @@ from mimo_core.environments.base import Environment
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.reward import quiesce, tail
 
-CRASH_MARKERS = ("ERROR: AddressSanitizer", "ERROR: MemorySanitizer", "ERROR: UndefinedBehaviorSanitizer",
-                 "runtime error:", "ERROR: libFuzzer", "Segmentation fault", "SUMMARY: AddressSanitizer")
+CRASH_MARKERS = (
+    "ERROR: AddressSanitizer",
+    "ERROR: MemorySanitizer",
+    "ERROR: UndefinedBehaviorSanitizer",
+    "runtime error:",
+    "ERROR: libFuzzer",
+    "Segmentation fault",
+    "SUMMARY: AddressSanitizer",
+)
 
 
 class ArvoTask(RepoTask):
@@ -41,7 +48,8 @@ class ArvoTask(RepoTask):
                 kind = data.get("crash_type") or "a memory-safety bug"
                 data["problem_statement"] = (
                     f"The project crashes ({kind}) on a proof-of-concept input. Find and fix the bug so "
-                    "that the project still builds and the input no longer crashes it.")
+                    "that the project still builds and the input no longer crashes it."
+                )
         return data
 
 
@@ -60,8 +68,7 @@ class ArvoDatasetType(RepoDatasetType):
         quiesce(env)
         if task.test_files:
             self.write_files(env, task, task.test_files, "/tests")
-        build = run(env, pm.text(task.build_cmd), cwd=env.spec.cwd, timeout=task.build_timeout,
-                    extra_env=pm.env_vars())
+        build = run(env, pm.text(task.build_cmd), cwd=env.spec.cwd, timeout=task.build_timeout, extra_env=pm.env_vars())
         details: dict[str, Any] = {"build_ok": build.returncode == 0, "build_output_tail": tail(build.output)}
         if build.returncode != 0:
             return Grade(reward=0.0, details={**details, "reward": 0.0, "crashed": None})
@@ -69,6 +76,13 @@ class ArvoDatasetType(RepoDatasetType):
         poc = run(env, pm.text(task.poc_cmd), cwd=env.spec.cwd, timeout=task.poc_timeout, extra_env=pm.env_vars())
         crash = crashed(poc.returncode, poc.output)
         reward = 0.0 if crash else 1.0
-        details.update({"reward": reward, "crashed": crash, "poc_exit_code": poc.returncode,
-                        "poc_timed_out": poc.timed_out, "verifier_output_tail": tail(poc.output)})
+        details.update(
+            {
+                "reward": reward,
+                "crashed": crash,
+                "poc_exit_code": poc.returncode,
+                "poc_timed_out": poc.timed_out,
+                "verifier_output_tail": tail(poc.output),
+            }
+        )
         return Grade(reward=reward, passed=not crash, details=details)

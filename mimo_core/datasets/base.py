@@ -29,9 +29,7 @@ class Task(NumbersAreNumbers):
 
     instance_id: str = Field(validation_alias=AliasChoices("instance_id", "id", "task_id"))
     dataset_type: str = "generic"
-    problem_statement: str = Field(
-        validation_alias=AliasChoices("problem_statement", "instruction", "prompt", "task")
-    )
+    problem_statement: str = Field(validation_alias=AliasChoices("problem_statement", "instruction", "prompt", "task"))
     image: str | None = None
     cwd: TaskCwd | None = None
     env: dict[str, str] = Field(default_factory=dict)
@@ -64,8 +62,7 @@ class DatasetType(Protocol):
     name: ClassVar[str]
     row_model: ClassVar[type[Task]]
 
-    def sandbox_spec(self, task: Task, cwd: str | None, timeout: float, use_dataset_env: bool) -> SandboxSpec:
-        ...
+    def sandbox_spec(self, task: Task, cwd: str | None, timeout: float, use_dataset_env: bool) -> SandboxSpec: ...
 
     def setup(self, env: Environment, task: Task) -> None:
         """Bring a started sandbox to the task's initial state."""
@@ -92,5 +89,4 @@ class DatasetType(Protocol):
         there is removed and returned, for the record)."""
         ...
 
-    def grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade:
-        ...
+    def grade(self, env: Environment, task: Task, submission: str, new_env: EnvFactory) -> Grade: ...

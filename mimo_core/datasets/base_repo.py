@@ -81,10 +81,12 @@ def _build(task: Any, dest: Path) -> bool:
         return False  # a repository already: the sandbox records its HEAD as the base
     # Objects and refs packed, empty folders gone: each copy writes a handful of files whatever the repo's size.
     git = f"{GIT} -c core.logAllRefUpdates=false -c gc.auto=0 -c maintenance.auto=false"
-    script = (f"git init -q --template= && {git} add -A && {git} commit -q --allow-empty -m base && "
-              f"{git} update-ref {BASE_REF} HEAD && {git} repack -a -d -q -n && {git} pack-refs --all && "
-              "rm -rf .git/COMMIT_EDITMSG .git/info && find .git -mindepth 1 -type d -empty -delete && "
-              "mkdir -p .git/refs")
+    script = (
+        f"git init -q --template= && {git} add -A && {git} commit -q --allow-empty -m base && "
+        f"{git} update-ref {BASE_REF} HEAD && {git} repack -a -d -q -n && {git} pack-refs --all && "
+        "rm -rf .git/COMMIT_EDITMSG .git/info && find .git -mindepth 1 -type d -empty -delete && "
+        "mkdir -p .git/refs"
+    )
     res = run_stoppable(["sh", "-c", script], "the base commit of the repository", cwd=dest, env=_git_env())
     return res.returncode == 0
 

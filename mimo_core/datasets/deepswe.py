@@ -103,22 +103,34 @@ class DeepSWEDatasetType(RepoDatasetType):
         artifact = pm.path(task.patch_artifact)
         cwd = env.spec.cwd
         status = run(env, f"{GIT} status --porcelain --untracked-files=all", cwd=cwd)
-        uncommitted = (len([line for line in status.output.splitlines() if line.strip()])
-                       if status.returncode == 0 else None)  # None: not a git repository any more
+        uncommitted = (
+            len([line for line in status.output.splitlines() if line.strip()]) if status.returncode == 0 else None
+        )  # None: not a git repository any more
         self.collect_notes = {"collect_mode": self.collect, "uncommitted_files": uncommitted}
         if self.collect == "lenient" and uncommitted:
-            run(env, f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'agent changes')",
-                cwd=cwd, extra_env=GIT_ENV)
+            run(
+                env,
+                f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'agent changes')",
+                cwd=cwd,
+                extra_env=GIT_ENV,
+            )
             self.collect_notes["committed_for_agent"] = True
         run(env, f"rm -f {shlex.quote(artifact)}")
         exits = []
         for hook in task.collect:
-            res = run(env, pm.text(hook.command), cwd=cwd, timeout=hook.timeout_sec,
-                      extra_env={**HERMETIC_GIT_ENV, **pm.env_vars()})
+            res = run(
+                env,
+                pm.text(hook.command),
+                cwd=cwd,
+                timeout=hook.timeout_sec,
+                extra_env={**HERMETIC_GIT_ENV, **pm.env_vars()},
+            )
             exits.append(res.returncode)
             if res.returncode != 0 and _MISSING_REVISION.search(res.output):
-                self.collect_error = ("a collect hook names a commit the sandbox's repository lacks (the sandbox "
-                                      f"is not the task's image?): {tail(res.output, 300).strip()}")
+                self.collect_error = (
+                    "a collect hook names a commit the sandbox's repository lacks (the sandbox "
+                    f"is not the task's image?): {tail(res.output, 300).strip()}"
+                )
         self.collect_notes["collect_exit_codes"] = exits
         try:
             head = read_head(env, artifact, current_limits().max_artifact_bytes)
@@ -138,16 +150,19 @@ class DeepSWEDatasetType(RepoDatasetType):
         verbatim collect hooks (base..HEAD) see it."""
         ok, log = super().apply_gold(env, task)
         if ok:
-            run(env, f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'reference solution')",
-                cwd=env.spec.cwd, extra_env=GIT_ENV)
+            run(
+                env,
+                f"{GIT} add -A && ({GIT} diff --cached --quiet || {GIT} commit -q -m 'reference solution')",
+                cwd=env.spec.cwd,
+                extra_env=GIT_ENV,
+            )
         return ok, log
 
     def _verifier_applies(self, task: DeepSWETask) -> bool:
         if task.verifier_applies_patch is not None:
             return task.verifier_applies_patch
         name = task.patch_artifact.rsplit("/", 1)[-1]
-        return any(name in (v if isinstance(v, str) else str(v.get("content", "")))
-                   for v in task.test_files.values())
+        return any(name in (v if isinstance(v, str) else str(v.get("content", ""))) for v in task.test_files.values())
 
     def _verifier_spec(self, env: Environment, task: DeepSWETask):
         spec = env.spec.model_copy(deep=True)
@@ -196,9 +211,11 @@ class DeepSWEDatasetType(RepoDatasetType):
         if base is None or not paths:
             return
         sha = shlex.quote(base.sha)
-        script = "".join(f"if {HERMETIC_GIT} cat-file -e {sha}:{shlex.quote(p)} 2>/dev/null; then "
-                         f"{HERMETIC_GIT} checkout -q {sha} -- {shlex.quote(p)}; else rm -rf -- {shlex.quote(p)}; fi; "
-                         for p in sorted(paths))
+        script = "".join(
+            f"if {HERMETIC_GIT} cat-file -e {sha}:{shlex.quote(p)} 2>/dev/null; then "
+            f"{HERMETIC_GIT} checkout -q {sha} -- {shlex.quote(p)}; else rm -rf -- {shlex.quote(p)}; fi; "
+            for p in sorted(paths)
+        )
         res = run(env, script + "true", cwd=env.spec.cwd, extra_env=HERMETIC_GIT_ENV)
         if res.returncode != 0:
             raise SandboxError(f"could not reset the verifier's tree: {tail(res.output, 500)}")
@@ -211,14 +228,21 @@ class DeepSWEDatasetType(RepoDatasetType):
         self.write_files(env, task, task.test_files, "/tests")
         command_env = {**task.verifier_env, **pm.env_vars()}
         witness = PytestWitness(env, command_env)
-        res = run(env, pm.text(task.verifier_command), cwd=env.spec.cwd, timeout=task.verifier_timeout_sec,
-                  extra_env={**command_env, **witness.vars})
+        res = run(
+            env,
+            pm.text(task.verifier_command),
+            cwd=env.spec.cwd,
+            timeout=task.verifier_timeout_sec,
+            extra_env={**command_env, **witness.vars},
+        )
         # read_reward's kill right after the command counts what outlived the verifier; the files read are
         # those the verifier's own scripts name
-        names = reward_names(task.verifier_command,
-                             *(file_bytes(v).decode(errors="replace") for v in task.test_files.values()))
-        grade = read_reward(env, verifier_dir, res.output, names=names, exit_code=res.returncode,
-                            timed_out=res.timed_out)
+        names = reward_names(
+            task.verifier_command, *(file_bytes(v).decode(errors="replace") for v in task.test_files.values())
+        )
+        grade = read_reward(
+            env, verifier_dir, res.output, names=names, exit_code=res.returncode, timed_out=res.timed_out
+        )
         if not res.timed_out:
             for finding in witness.findings():
                 grade = void(grade, finding)

@@ -40,10 +40,10 @@ class GenericDatasetType(RepoDatasetType):
         res = self.run_script(env, task, task.eval_script, "eval", timeout=task.eval_timeout, extra_env=witness.vars)
         # read_reward's kill right after the script counts what outlived it; the files read are those the
         # eval script (and the files it runs) name
-        names = reward_names(task.eval_script,
-                             *(file_bytes(v).decode(errors="replace") for v in task.test_files.values()))
-        grade = read_reward(env, reward_dir, res.output, names=names, exit_code=res.returncode,
-                            timed_out=res.timed_out)
+        names = reward_names(
+            task.eval_script, *(file_bytes(v).decode(errors="replace") for v in task.test_files.values())
+        )
+        grade = read_reward(env, reward_dir, res.output, names=names, exit_code=res.returncode, timed_out=res.timed_out)
         if not res.timed_out:
             for finding in witness.findings():
                 grade = void(grade, finding)

@@ -120,8 +120,10 @@ def tar_folder(folder: Path) -> str:
 # `/tests/x`, `$TESTS_DIR/x` or `${TESTS_DIR}/x` as a whole word of a command: it starts the word (after
 # a space, a quote, `=`, `(`, ...) and ends it. A relative `tests/x` is usually the repository's own, and
 # a glob that merely contains `/tests/` (vitest's `--exclude="**/tests/new/**"`) names no file at all.
-_TESTS_REF = re.compile(r"(?:(?<![^\s\"'=(:;|&<>`,])/tests/|\$\{?TESTS_DIR\}?/)"
-                        r"([\w.\-/]*[\w\-])(?![\w.\-/*?\[{])")
+_TESTS_REF = re.compile(
+    r"(?:(?<![^\s\"'=(:;|&<>`,])/tests/|\$\{?TESTS_DIR\}?/)"
+    r"([\w.\-/]*[\w\-])(?![\w.\-/*?\[{])"
+)
 VERIFIER_ENTRY = "test.sh"
 # DeepSWE's layout (see its README): the grader reads the f2p/p2p ids from config.json beside it
 IMPLIED = {"grader.py": "config.json"}
@@ -176,7 +178,8 @@ def convert_task(task_dir: Path, relative_to: Path | None = None) -> dict[str, A
     env_dir, sol_dir = task_dir / "environment", task_dir / "solution"
     solution = files_map(sol_dir)
     gold = solution.get("solution.patch") or next(
-        (v for k, v in solution.items() if k.endswith((".patch", ".diff")) and isinstance(v, str)), None)
+        (v for k, v in solution.items() if k.endswith((".patch", ".diff")) and isinstance(v, str)), None
+    )
     script = solution.get("solve.sh")
     tests = files_map(task_dir / "tests")
     name = str(toml.task.get("name") or "")
@@ -209,11 +212,16 @@ def convert_task(task_dir: Path, relative_to: Path | None = None) -> dict[str, A
         "gold_patch": gold if isinstance(gold, str) else None,
         "solution_script": script if isinstance(script, str) else None,
         "solution_env": toml.solution.env,
-        "metadata": {**toml.metadata, "task_name": name, "schema_version": toml.schema_version,
-                     "agent_network_mode": toml.agent.network_mode,
-                     "verifier_network_mode": toml.verifier.network_mode,
-                     "storage_mb": toml.environment.storage_mb, "gpus": toml.environment.gpus,
-                     "build_timeout_sec": toml.environment.build_timeout_sec},
+        "metadata": {
+            **toml.metadata,
+            "task_name": name,
+            "schema_version": toml.schema_version,
+            "agent_network_mode": toml.agent.network_mode,
+            "verifier_network_mode": toml.verifier.network_mode,
+            "storage_mb": toml.environment.storage_mb,
+            "gpus": toml.environment.gpus,
+            "build_timeout_sec": toml.environment.build_timeout_sec,
+        },
     }
     if env_dir.is_dir():
         base = Path(relative_to).resolve() if relative_to else None

@@ -48,17 +48,24 @@ from mimo_core.environments.base import Environment
 MARK = "MIMO_HIST"
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
-HERMETIC_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_NO_REPLACE_OBJECTS": "1",
-                "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+HERMETIC_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "LC_ALL": "C",
+}
 
 # Operation state and caches under the git dir (each may name or hold a commit that is not the base's past).
-STATE_FILES = ("ORIG_HEAD FETCH_HEAD MERGE_HEAD MERGE_MSG MERGE_MODE MERGE_RR AUTO_MERGE CHERRY_PICK_HEAD "
-               "REVERT_HEAD REBASE_HEAD BISECT_LOG BISECT_START BISECT_EXPECTED_REV BISECT_ANCESTORS_OK "
-               "BISECT_NAMES BISECT_TERMS BISECT_HEAD BISECT_FIRST_PARENT COMMIT_EDITMSG SQUASH_MSG TAG_EDITMSG "
-               "NOTES_EDITMSG NOTES_MERGE_PARTIAL NOTES_MERGE_REF NOTES_MERGE_WORKTREE rebase-merge rebase-apply "
-               "sequencer rr-cache gitk.cache remotes branches info/refs info/grafts objects/info/packs "
-               "objects/info/commit-graph objects/info/commit-graphs objects/pack/multi-pack-index "
-               "objects/info/http-alternates")
+STATE_FILES = (
+    "ORIG_HEAD FETCH_HEAD MERGE_HEAD MERGE_MSG MERGE_MODE MERGE_RR AUTO_MERGE CHERRY_PICK_HEAD "
+    "REVERT_HEAD REBASE_HEAD BISECT_LOG BISECT_START BISECT_EXPECTED_REV BISECT_ANCESTORS_OK "
+    "BISECT_NAMES BISECT_TERMS BISECT_HEAD BISECT_FIRST_PARENT COMMIT_EDITMSG SQUASH_MSG TAG_EDITMSG "
+    "NOTES_EDITMSG NOTES_MERGE_PARTIAL NOTES_MERGE_REF NOTES_MERGE_WORKTREE rebase-merge rebase-apply "
+    "sequencer rr-cache gitk.cache remotes branches info/refs info/grafts objects/info/packs "
+    "objects/info/commit-graph objects/info/commit-graphs objects/pack/multi-pack-index "
+    "objects/info/http-alternates"
+)
 
 _SCRIPT = r"""
 set -u -o pipefail
@@ -243,19 +250,50 @@ class HistoryReport(BaseModel):
 
     @property
     def removed_anything(self) -> bool:
-        return bool(self.branches or self.tags or self.remotes or self.remote_refs or self.reflogs or self.stashes
-                    or self.notes or self.replace_refs or self.other_refs or self.worktrees or self.state_files
-                    or self.alternates or self.pruned)
+        return bool(
+            self.branches
+            or self.tags
+            or self.remotes
+            or self.remote_refs
+            or self.reflogs
+            or self.stashes
+            or self.notes
+            or self.replace_refs
+            or self.other_refs
+            or self.worktrees
+            or self.state_files
+            or self.alternates
+            or self.pruned
+        )
 
 
-_INTS = ("branches", "tags", "tags_kept", "remotes", "remote_refs", "reflogs", "stashes", "notes", "replace_refs",
-         "other_refs", "worktrees", "objects_before", "objects_after", "reachable")
+_INTS = (
+    "branches",
+    "tags",
+    "tags_kept",
+    "remotes",
+    "remote_refs",
+    "reflogs",
+    "stashes",
+    "notes",
+    "replace_refs",
+    "other_refs",
+    "worktrees",
+    "objects_before",
+    "objects_after",
+    "reachable",
+)
 
 
 def history_script(base_sha: str, keep_ancestor_tags: bool = True) -> str:
     """The bash text `cut_history` runs (for callers that want to batch it with their own command)."""
-    return (_SCRIPT.replace("%MARK%", MARK).replace("%BASE%", base_sha).replace("%BASEREF%", shlex.quote(BASE_REF))
-            .replace("%KEEP_TAGS%", "1" if keep_ancestor_tags else "0").replace("%STATE%", STATE_FILES))
+    return (
+        _SCRIPT.replace("%MARK%", MARK)
+        .replace("%BASE%", base_sha)
+        .replace("%BASEREF%", shlex.quote(BASE_REF))
+        .replace("%KEEP_TAGS%", "1" if keep_ancestor_tags else "0")
+        .replace("%STATE%", STATE_FILES)
+    )
 
 
 def parse_report(base_sha: str, output: str, returncode: int, duration_s: float = 0.0) -> HistoryReport:
@@ -264,9 +302,9 @@ def parse_report(base_sha: str, output: str, returncode: int, duration_s: float 
     checked = False
     for line in output.splitlines():
         if line.startswith(f"{MARK}_ERROR "):
-            error = line[len(MARK) + 7:].strip() or "failed"
+            error = line[len(MARK) + 7 :].strip() or "failed"
         elif line.startswith(f"{MARK} ") and "=" in line:
-            key, _, value = line[len(MARK) + 1:].partition("=")
+            key, _, value = line[len(MARK) + 1 :].partition("=")
             if key in _INTS and value.isdigit():
                 setattr(report, key, int(value))
             elif key == "branch":
@@ -286,8 +324,9 @@ def parse_report(base_sha: str, output: str, returncode: int, duration_s: float 
     return report
 
 
-def cut_history(env: Environment, cwd: str, base_sha: str, keep_ancestor_tags: bool = True,
-                timeout: float = 600) -> HistoryReport:
+def cut_history(
+    env: Environment, cwd: str, base_sha: str, keep_ancestor_tags: bool = True, timeout: float = 600
+) -> HistoryReport:
     """Cut the repository at `cwd` at `base_sha` (HEAD must be there). Never raises for the repository's
     state: a read-only, broken or odd repository gives a report with `error` set."""
     if not _SHA.fullmatch(base_sha):
@@ -296,6 +335,7 @@ def cut_history(env: Environment, cwd: str, base_sha: str, keep_ancestor_tags: b
     # A sandbox that cannot run a command at all raises its own SandboxError (an infrastructure failure).
     res = env.execute(history_script(base_sha, keep_ancestor_tags), timeout=timeout, cwd=cwd, env=HERMETIC_ENV)
     if res.timed_out:
-        return HistoryReport(base=base_sha, error=f"timed out after {timeout:g} s",
-                             duration_s=round(time.monotonic() - start, 3))
+        return HistoryReport(
+            base=base_sha, error=f"timed out after {timeout:g} s", duration_s=round(time.monotonic() - start, 3)
+        )
     return parse_report(base_sha, res.output, res.returncode, time.monotonic() - start)

@@ -30,14 +30,16 @@ def _read_jsonl(path: Path, errors: list[str]) -> list[tuple[int, Any]]:
     with open(path, "rb") as fh:
         for number, raw in read_lines(fh, MAX_ROW_BYTES):
             if raw is None:
-                errors.append(f"{path}: row {number}: longer than {MAX_ROW_BYTES >> 20} MiB (the file is not read "
-                              "further)")
+                errors.append(
+                    f"{path}: row {number}: longer than {MAX_ROW_BYTES >> 20} MiB (the file is not read further)"
+                )
                 break
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                errors.append(f"{path}: row {number}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column "
-                              f"{e.start + 1})")
+                errors.append(
+                    f"{path}: row {number}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})"
+                )
                 continue
             if not line.strip():
                 continue
@@ -81,8 +83,11 @@ def _read_hf(source: str, split: str | None, local: bool) -> list[tuple[int, Any
         raise DatasetError(f"{source}: the `datasets` package is needed to read it ({e})") from None
     try:
         path = Path(source)
-        if local and ((path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists()
-                      or (path / "state.json").exists()):
+        if local and (
+            (path / "dataset_info.json").exists()
+            or (path / "dataset_dict.json").exists()
+            or (path / "state.json").exists()
+        ):
             ds = datasets.load_from_disk(str(path))
         else:
             ds = datasets.load_dataset(source) if split is None else datasets.load_dataset(source, split=split)
@@ -121,8 +126,9 @@ def read_rows(source: str, split: str | None = None) -> tuple[list[tuple[int, An
 
 def _no_split(split: str | None, source: str, kind: str) -> None:
     if split is not None:
-        raise ConfigError(f"--split {split}: {source} is {kind}, which has no splits (--split is for Hugging Face "
-                          "datasets)")
+        raise ConfigError(
+            f"--split {split}: {source} is {kind}, which has no splits (--split is for Hugging Face datasets)"
+        )
 
 
 def validate_row(raw: Any, source: str, number: int, origin: str | None = None) -> Task:
@@ -183,8 +189,10 @@ def load_tasks(source: str, split: str | None = None, origin: str | None = None)
             errors.append(str(e))
             continue
         if task.instance_id in seen:
-            errors.append(f"{source}: row {number}: field instance_id: {task.instance_id!r} "
-                          f"duplicates row {seen[task.instance_id]}")
+            errors.append(
+                f"{source}: row {number}: field instance_id: {task.instance_id!r} "
+                f"duplicates row {seen[task.instance_id]}"
+            )
             continue
         seen[task.instance_id] = number
         tasks.append(task)
@@ -193,8 +201,9 @@ def load_tasks(source: str, split: str | None = None, origin: str | None = None)
     if errors:
         shown = errors[:MAX_REPORTED]
         more = f"\n... and {len(errors) - MAX_REPORTED} more" if len(errors) > MAX_REPORTED else ""
-        raise DatasetError(f"{len(errors)} bad row(s); fix them or remove them from the dataset:\n"
-                           + "\n".join(shown) + more)
+        raise DatasetError(
+            f"{len(errors)} bad row(s); fix them or remove them from the dataset:\n" + "\n".join(shown) + more
+        )
     return tasks
 
 
@@ -214,8 +223,9 @@ def parse_slice(text: str) -> slice:
     return slice(*values)
 
 
-def select_tasks(tasks: list[Task], slice: str | None = None, filter: str | None = None,
-                 shuffle: bool = False, seed: int = 0) -> list[Task]:
+def select_tasks(
+    tasks: list[Task], slice: str | None = None, filter: str | None = None, shuffle: bool = False, seed: int = 0
+) -> list[Task]:
     """filter (regex searched in instance ids) → shuffle (seeded, independent of row order) → slice."""
     selected = list(tasks)
     if filter:

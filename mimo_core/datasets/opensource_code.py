@@ -72,12 +72,17 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
         base = shlex.quote(known.sha) if known is not None else BASE_REF
         for path in _DIFF_FILE.findall(task.test_patch):
             q = shlex.quote(path)
-            run(env, f"{HERMETIC_GIT} checkout {base} -- {q} 2>/dev/null || rm -f {q}", cwd=cwd,
-                extra_env=HERMETIC_GIT_ENV)
+            run(
+                env,
+                f"{HERMETIC_GIT} checkout {base} -- {q} 2>/dev/null || rm -f {q}",
+                cwd=cwd,
+                extra_env=HERMETIC_GIT_ENV,
+            )
         return apply_patch(env, task.test_patch, cwd)
 
-    def _run_tests(self, env: Environment, task: OpenSourceCodeTask,
-                   tests: list[str]) -> tuple[dict[str, bool], str, list[Finding]]:
+    def _run_tests(
+        self, env: Environment, task: OpenSourceCodeTask, tests: list[str]
+    ) -> tuple[dict[str, bool], str, list[Finding]]:
         """test id → passed, the output, and what contradicts the verdict (forged_verdict findings): only
         pytest's own summary counts (`read_pytest`); conflicting result lines, a summary that disagrees
         with its stats line or with pytest's exit status void it."""
@@ -88,8 +93,13 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
             results, logs, found = {}, [], []
             for test in tests:
                 witness = PytestWitness(env, pm.env_vars())
-                res = run(env, pm.text(task.test_cmd.replace("{test}", shlex.quote(test))), cwd=cwd,
-                          timeout=task.test_timeout, extra_env={**pm.env_vars(), **witness.vars})
+                res = run(
+                    env,
+                    pm.text(task.test_cmd.replace("{test}", shlex.quote(test))),
+                    cwd=cwd,
+                    timeout=task.test_timeout,
+                    extra_env={**pm.env_vars(), **witness.vars},
+                )
                 quiesce(env)
                 forged = [] if res.timed_out else witness.findings()
                 results[test] = res.returncode == 0 and not forged
@@ -101,8 +111,10 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
         res = run(env, cmd, cwd=cwd, timeout=task.test_timeout, extra_env={**pm.env_vars(), **witness.vars})
         quiesce(env)
         report = read_pytest(res.output)
-        findings = [Finding(kind="forged_verdict", detail=f"pytest's summary: {c}", zeroes=True)
-                    for c in contradictions(report, res.returncode)]
+        findings = [
+            Finding(kind="forged_verdict", detail=f"pytest's summary: {c}", zeroes=True)
+            for c in contradictions(report, res.returncode)
+        ]
         if not res.timed_out:
             findings += witness.findings()
         return {t: passed(report.statuses, t) for t in tests}, res.output, findings
@@ -122,10 +134,16 @@ class OpenSourceCodeDatasetType(RepoDatasetType):
         success = f2p_passed == len(f2p) and p2p_passed == len(p2p)
         reward = 1.0 if success else 0.0
         details = {
-            "reward": reward, "f2p": f2p, "p2p": p2p,
-            "f2p_total": len(f2p), "f2p_passed": f2p_passed, "p2p_total": len(p2p), "p2p_passed": p2p_passed,
+            "reward": reward,
+            "f2p": f2p,
+            "p2p": p2p,
+            "f2p_total": len(f2p),
+            "f2p_passed": f2p_passed,
+            "p2p_total": len(p2p),
+            "p2p_passed": p2p_passed,
             "partial": (f2p_passed + p2p_passed) / (len(f2p) + len(p2p)),
-            "apply_failed": False, "verifier_output_tail": tail(out1 + "\n" + out2),
+            "apply_failed": False,
+            "verifier_output_tail": tail(out1 + "\n" + out2),
         }
         grade = Grade(reward=reward, passed=success, details=details)
         for finding in forged1 + forged2:  # the test report contradicts itself: the verdict is void

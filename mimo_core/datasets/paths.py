@@ -28,14 +28,15 @@ class PathMap:
         roots = sorted(self.mapping, key=len, reverse=True)
         self._pattern = (
             re.compile(r"(?<![\w.\-/$])(" + "|".join(re.escape(r) for r in roots) + r")(?![\w.\-])")
-            if roots and "/" not in roots else None
+            if roots and "/" not in roots
+            else None
         )
 
     def path(self, path: str) -> str:
         """One absolute task path → the sandbox path."""
         for root in sorted(self.mapping, key=len, reverse=True):
             if path == root or path.startswith(root + "/"):
-                return self.mapping[root] + path[len(root):]
+                return self.mapping[root] + path[len(root) :]
         return path
 
     def text(self, text: str) -> str:
@@ -46,8 +47,12 @@ class PathMap:
 
     def env_vars(self) -> dict[str, str]:
         """Also exported to scripts, so new tasks can avoid hard-coded paths altogether."""
-        return {"TASK_CWD": self.real_cwd, "LOGS_DIR": self.path("/logs"), "TESTS_DIR": self.path("/tests"),
-                "SOLUTION_DIR": self.path("/solution")}
+        return {
+            "TASK_CWD": self.real_cwd,
+            "LOGS_DIR": self.path("/logs"),
+            "TESTS_DIR": self.path("/tests"),
+            "SOLUTION_DIR": self.path("/solution"),
+        }
 
 
 def path_map(env: Environment, task_cwd: str) -> PathMap:

@@ -15,8 +15,12 @@ _TYPES = {
     "opensource-code": "mimo_core.datasets.opensource_code:OpenSourceCodeDatasetType",
     "arvo": "mimo_core.datasets.arvo:ArvoDatasetType",
 }
-_ALIASES = {"swe-bench": "opensource-code", "swebench": "opensource-code", "harbor": "deepswe",
-            "opensource_code": "opensource-code"}
+_ALIASES = {
+    "swe-bench": "opensource-code",
+    "swebench": "opensource-code",
+    "harbor": "deepswe",
+    "opensource_code": "opensource-code",
+}
 
 
 def known_types() -> list[str]:

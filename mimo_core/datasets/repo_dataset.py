@@ -102,8 +102,13 @@ def cut_repository_history(env: Environment, cwd: str, sha: str) -> dict[str, An
     return cut_history(env, cwd, sha).model_dump(mode="json")
 
 
-def run(env: Environment, command: str, cwd: str | None = None, timeout: float | None = None,
-        extra_env: dict[str, str] | None = None) -> ExecResult:
+def run(
+    env: Environment,
+    command: str,
+    cwd: str | None = None,
+    timeout: float | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> ExecResult:
     return env.execute(command, timeout=timeout, cwd=cwd, env=extra_env)
 
 
@@ -154,8 +159,9 @@ class RepoDatasetType:
         pm = self.paths(env, task)
         cwd = env.spec.cwd
         dirs = " ".join(shlex.quote(pm.path(r)) for r in ("/logs/verifier", "/logs/artifacts"))
-        made = self._check(run(env, f"mkdir -p {shlex.quote(cwd)} {dirs} && ls -A {shlex.quote(cwd)}"),
-                           "create the work folders")
+        made = self._check(
+            run(env, f"mkdir -p {shlex.quote(cwd)} {dirs} && ls -A {shlex.quote(cwd)}"), "create the work folders"
+        )
         if isinstance(task, RepoTask):
             if not made.output.strip():
                 prepared = prepared_base(task)
@@ -175,8 +181,10 @@ class RepoDatasetType:
         if task.repo_archive:
             archive = f"{env.scratch_dir}/repo-{uuid.uuid4().hex[:8]}.tar.gz"
             env.write_file(archive, base64.b64decode(task.repo_archive))
-            self._check(run(env, f"tar -xzf {shlex.quote(archive)} && rm -f {shlex.quote(archive)}", cwd=cwd),
-                        "unpack repo_archive")
+            self._check(
+                run(env, f"tar -xzf {shlex.quote(archive)} && rm -f {shlex.quote(archive)}", cwd=cwd),
+                "unpack repo_archive",
+            )
         elif task.repo_dir:
             src = task.resolve(task.repo_dir)
             if not src.is_dir():
@@ -224,8 +232,9 @@ class RepoDatasetType:
         base = self.base_of(env)
         if base is None:
             return []
-        findings, paths = secure_repository(env, env.spec.cwd, base, exempt=self.exempt_paths(task),
-                                            protected=self.protected_paths(task))
+        findings, paths = secure_repository(
+            env, env.spec.cwd, base, exempt=self.exempt_paths(task), protected=self.protected_paths(task)
+        )
         self.tamper_findings += findings
         self.tampered_paths |= paths
         return findings
@@ -236,15 +245,28 @@ class RepoDatasetType:
             raise SandboxError(f"could not {what} (exit {res.returncode}): {tail(res.output, 2000)}")
         return res
 
-    def run_script(self, env: Environment, task: Task, script: str, label: str, check: bool = False,
-                   timeout: float | None = None, cwd: str | None = None,
-                   extra_env: dict[str, str] | None = None) -> ExecResult:
+    def run_script(
+        self,
+        env: Environment,
+        task: Task,
+        script: str,
+        label: str,
+        check: bool = False,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        extra_env: dict[str, str] | None = None,
+    ) -> ExecResult:
         """Write a bash script (paths mapped) to scratch and run it in the task's cwd."""
         pm = self.paths(env, task)
         path = f"{env.scratch_dir}/{label}-{uuid.uuid4().hex[:8]}.sh"
         env.write_file(path, pm.text(script).encode(), mode=0o755)
-        res = run(env, f"bash {shlex.quote(path)}", cwd=cwd or env.spec.cwd, timeout=timeout,
-                  extra_env={**(extra_env or {}), **pm.env_vars()})
+        res = run(
+            env,
+            f"bash {shlex.quote(path)}",
+            cwd=cwd or env.spec.cwd,
+            timeout=timeout,
+            extra_env={**(extra_env or {}), **pm.env_vars()},
+        )
         if check:
             self._check(res, f"run the task's {label} script")
         return res
@@ -268,9 +290,14 @@ class RepoDatasetType:
         roots = [pm.path(r) for r in ("/logs/verifier", "/logs/artifacts", "/tests", "/solution")]
         quoted = " ".join(shlex.quote(r) for r in roots)
         made = " ".join(shlex.quote(r) for r in roots[:2])
-        found = run(env, f"for d in {quoted}; do [ -L \"$d\" ] && echo \"$d\"; [ -d \"$d\" ] && "
-                         f"find \"$d\" -mindepth 1 -maxdepth 3 2>/dev/null | head -20; done; "
-                         f"rm -rf -- {quoted}; mkdir -p -- {made}", cwd=env.scratch_dir, timeout=120)
+        found = run(
+            env,
+            f'for d in {quoted}; do [ -L "$d" ] && echo "$d"; [ -d "$d" ] && '
+            f'find "$d" -mindepth 1 -maxdepth 3 2>/dev/null | head -20; done; '
+            f"rm -rf -- {quoted}; mkdir -p -- {made}",
+            cwd=env.scratch_dir,
+            timeout=120,
+        )
         if found.returncode != 0:
             raise SandboxError(f"could not make the verifier's folders anew: {tail(found.output, 500)}")
         return [line for line in found.output.splitlines() if line.strip()][:20]
@@ -283,9 +310,14 @@ class RepoDatasetType:
         known = self.base_of(env)
         base = known.sha if known is not None else BASE_REF
         index = shlex.quote(f"{env.scratch_dir}/collect-index-{uuid.uuid4().hex[:8]}")
-        res = run(env, f"export GIT_INDEX_FILE={index}; {HERMETIC_GIT} read-tree {base} && {HERMETIC_GIT} add -A && "
-                       f"{HERMETIC_GIT} diff --cached --binary --no-ext-diff --no-textconv {base}; s=$?; "
-                       f"rm -f {index}; exit $s", cwd=cwd, extra_env=HERMETIC_GIT_ENV)
+        res = run(
+            env,
+            f"export GIT_INDEX_FILE={index}; {HERMETIC_GIT} read-tree {base} && {HERMETIC_GIT} add -A && "
+            f"{HERMETIC_GIT} diff --cached --binary --no-ext-diff --no-textconv {base}; s=$?; "
+            f"rm -f {index}; exit $s",
+            cwd=cwd,
+            extra_env=HERMETIC_GIT_ENV,
+        )
         if res.returncode != 0:
             raise SandboxError(f"could not collect the diff: {tail(res.output, 2000)}")
         return res.output

@@ -67,9 +67,11 @@ def backend_problem(task: Task, env: EnvironmentConfig) -> str | None:
     need = needs_image(task)
     if need is None:
         return None
-    return (f"row {task.instance_id} needs {need} (its repository and verifier live there), which "
-            f"environment_class {env.environment_class} cannot start; use environment_class: docker, or set "
-            f"{HOST_SWITCH} to run it on the host anyway")
+    return (
+        f"row {task.instance_id} needs {need} (its repository and verifier live there), which "
+        f"environment_class {env.environment_class} cannot start; use environment_class: docker, or set "
+        f"{HOST_SWITCH} to run it on the host anyway"
+    )
 
 
 def grading_problem(task: Task) -> str | None:

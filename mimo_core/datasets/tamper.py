@@ -70,10 +70,12 @@ def diff_paths(patch: str) -> set[str]:
 _SECTION = re.compile(r"^\s*\[\s*([^\]\s\"]+)(?:\s+\"([^\"]*)\")?\s*\]")
 _KEY = re.compile(r"^\s*([A-Za-z][\w-]*)\s*(?:=\s*(.*))?$")
 # Keys that make git run a program or read files the repository does not hold.
-_RUNS_CODE = re.compile(r"^(filter\..*|diff\.external|diff\..*\.(command|textconv)|merge\..*\.driver|"
-                        r"core\.(hookspath|fsmonitor|attributesfile|worktree|gitproxy|sshcommand|pager|editor|"
-                        r"excludesfile)|include\..*|includeif\..*|alias\..*|gpg\..*program|credential\..*|"
-                        r"uploadpack\..*|protocol\..*)$")
+_RUNS_CODE = re.compile(
+    r"^(filter\..*|diff\.external|diff\..*\.(command|textconv)|merge\..*\.driver|"
+    r"core\.(hookspath|fsmonitor|attributesfile|worktree|gitproxy|sshcommand|pager|editor|"
+    r"excludesfile)|include\..*|includeif\..*|alias\..*|gpg\..*program|credential\..*|"
+    r"uploadpack\..*|protocol\..*)$"
+)
 
 
 def risky_git_keys(config: bytes | None) -> set[str]:
@@ -85,7 +87,7 @@ def risky_git_keys(config: bytes | None) -> set[str]:
         m = _SECTION.match(line)
         if m:
             section = m.group(1).lower() + (f".{m.group(2).lower()}" if m.group(2) is not None else "")
-            line = line[m.end():]
+            line = line[m.end() :]
         k = _KEY.match(line)
         if k and section:
             name = f"{section}.{k.group(1).lower()}"
@@ -105,29 +107,43 @@ def _names_expr(names: Iterable[str]) -> str:
 
 def _listing_script(sha: str, tmp: str) -> str:
     prune = f"\\( {_names_expr(sorted(CACHE_DIRS))} \\) -prune"
-    protected = " -o ".join([
-        _names_expr(("conftest.py", "entry_points.txt", "config", "config.toml", *IMPORT_HOOKS, *RUNNER_FILES,
-                     *sorted(SECTIONED_FILES), *TEST_FILES)),
-        *(f"-path '*/{d}/*'" for d in sorted(TEST_DIRS)),
-    ])
+    protected = " -o ".join(
+        [
+            _names_expr(
+                (
+                    "conftest.py",
+                    "entry_points.txt",
+                    "config",
+                    "config.toml",
+                    *IMPORT_HOOKS,
+                    *RUNNER_FILES,
+                    *sorted(SECTIONED_FILES),
+                    *TEST_FILES,
+                )
+            ),
+            *(f"-path '*/{d}/*'" for d in sorted(TEST_DIRS)),
+        ]
+    )
     shadow = _names_expr(n for name in sorted(SHADOW_NAMES) for n in (name, f"{name}.py"))
     g = HERMETIC_GIT
     q = shlex.quote(tmp)
-    return "\n".join([
-        "set -u",
-        f"exec > {shlex.quote(tmp + '.out')}",  # bytes, NULs and all, read back with read_head
-        f"{g} ls-tree -r -z --full-tree {shlex.quote(sha)} || exit 3",
-        f"printf '\\0{_MARK}\\0'",
-        f"find . {prune} -o -type f \\( {protected} \\) -print0 > {q} || exit 4",
-        f"cat {q}; printf '\\0{_MARK}\\0'",
-        f"xargs -0 -r {g} hash-object --no-filters -- < {q} || exit 5",
-        f"printf '\\0{_MARK}\\0'",
-        f"find . {prune} -o -type l \\( {protected} \\) -print0 | while IFS= read -r -d '' p; do "
-        "printf '%s\\0%s\\0' \"$p\" \"$(readlink -- \"$p\")\"; done",
-        f"printf '\\0{_MARK}\\0'",
-        f"find . {prune} -o \\( {shadow} \\) -print0",
-        f"rm -f {q}",
-    ])
+    return "\n".join(
+        [
+            "set -u",
+            f"exec > {shlex.quote(tmp + '.out')}",  # bytes, NULs and all, read back with read_head
+            f"{g} ls-tree -r -z --full-tree {shlex.quote(sha)} || exit 3",
+            f"printf '\\0{_MARK}\\0'",
+            f"find . {prune} -o -type f \\( {protected} \\) -print0 > {q} || exit 4",
+            f"cat {q}; printf '\\0{_MARK}\\0'",
+            f"xargs -0 -r {g} hash-object --no-filters -- < {q} || exit 5",
+            f"printf '\\0{_MARK}\\0'",
+            f"find . {prune} -o -type l \\( {protected} \\) -print0 | while IFS= read -r -d '' p; do "
+            'printf \'%s\\0%s\\0\' "$p" "$(readlink -- "$p")"; done',
+            f"printf '\\0{_MARK}\\0'",
+            f"find . {prune} -o \\( {shadow} \\) -print0",
+            f"rm -f {q}",
+        ]
+    )
 
 
 def _split(raw: str) -> list[list[str]]:
@@ -150,8 +166,7 @@ def _parse_base(entries: list[str]) -> dict[str, tuple[str, str, str]]:
 
 def _plan(env: Environment, cwd: str, sha: str, exempt: set[str], protected: set[str]) -> Plan:
     tmp = f"{env.scratch_dir}/tamper-{uuid.uuid4().hex[:8]}"
-    res = env.execute(f"bash -c {shlex.quote(_listing_script(sha, tmp))}", cwd=cwd, timeout=300,
-                      env=HERMETIC_GIT_ENV)
+    res = env.execute(f"bash -c {shlex.quote(_listing_script(sha, tmp))}", cwd=cwd, timeout=300, env=HERMETIC_GIT_ENV)
     try:
         head = read_head(env, tmp + ".out", _MAX_LISTING) if res.returncode == 0 else None
         if head is not None and head.truncated:  # millions of test files: the agent's to answer for
@@ -196,12 +211,18 @@ def _plan(env: Environment, cwd: str, sha: str, exempt: set[str], protected: set
                 continue
             plan.remove.add(path)
             plan.why[path] = "tests_added" if kind == "test_file" else "tampered_tests"
-    test_dirs = {""} | {str(PurePosixPath(p).parent).strip(".") for p in [*base, *found]
-                        if category(p) in ("test_file", "conftest")}
+    test_dirs = {""} | {
+        str(PurePosixPath(p).parent).strip(".") for p in [*base, *found] if category(p) in ("test_file", "conftest")
+    }
     for path in (_rel(p) for p in parts[4]):
         parent = str(PurePosixPath(path).parent).strip(".")
-        if (shadow_name(path) and parent in test_dirs and path not in base and path not in exempt
-                and not any(b.startswith(path + "/") for b in base)):
+        if (
+            shadow_name(path)
+            and parent in test_dirs
+            and path not in base
+            and path not in exempt
+            and not any(b.startswith(path + "/") for b in base)
+        ):
             plan.remove.add(path)
             plan.why[path] = "tampered_tests"
     return plan
@@ -209,8 +230,12 @@ def _plan(env: Environment, cwd: str, sha: str, exempt: set[str], protected: set
 
 def _blob(env: Environment, cwd: str, sha: str) -> bytes | None:
     tmp = f"{env.scratch_dir}/blob-{uuid.uuid4().hex[:8]}"
-    res = env.execute(f"{HERMETIC_GIT} cat-file blob {shlex.quote(sha)} > {shlex.quote(tmp)}", cwd=cwd,
-                      timeout=60, env=HERMETIC_GIT_ENV)
+    res = env.execute(
+        f"{HERMETIC_GIT} cat-file blob {shlex.quote(sha)} > {shlex.quote(tmp)}",
+        cwd=cwd,
+        timeout=60,
+        env=HERMETIC_GIT_ENV,
+    )
     try:
         return read_head(env, tmp, _MAX_CONFIG).data if res.returncode == 0 else None
     finally:
@@ -240,9 +265,12 @@ def _revert_script(plan: Plan, sha_by_path: dict[str, tuple[str, str]]) -> str:
         lines.append(f"unlink_parents {q}; rm -rf -- {q} || fail=1")
     for path, (mode, blob) in sorted(sha_by_path.items()):
         q, b = shlex.quote(path), shlex.quote(blob)
-        write = (f'ln -s -- "$({g} cat-file blob {b})" {q}' if mode == "120000"
-                 else f"{g} cat-file blob {b} > {q}" + (f" && chmod 755 {q}" if mode == "100755" else ""))
-        lines.append(f"unlink_parents {q}; rm -rf -- {q}; mkdir -p -- \"$(dirname -- {q})\" && {write} || fail=1")
+        write = (
+            f'ln -s -- "$({g} cat-file blob {b})" {q}'
+            if mode == "120000"
+            else f"{g} cat-file blob {b} > {q}" + (f" && chmod 755 {q}" if mode == "100755" else "")
+        )
+        lines.append(f'unlink_parents {q}; rm -rf -- {q}; mkdir -p -- "$(dirname -- {q})" && {write} || fail=1')
     # Compiled caches are the run's, never the task's: an unchecked hash-based .pyc would outlive its source.
     lines.append("find . -name .git -prune -o -name __pycache__ -type d -prune -exec rm -rf -- {} + 2>/dev/null")
     lines.append("exit $fail")
@@ -273,15 +301,25 @@ def _restore_git_config(env: Environment, cwd: str, base: RepoBase) -> list[Find
         if now != base.git_config:
             risky = sorted(risky_git_keys(now) - risky_git_keys(base.git_config))
             if risky:
-                findings.append(Finding(kind="git_config", detail="the repository's git config was reset; it held "
-                                        + ", ".join(risky[:_SHOWN])))
+                findings.append(
+                    Finding(
+                        kind="git_config",
+                        detail="the repository's git config was reset; it held " + ", ".join(risky[:_SHOWN]),
+                    )
+                )
             env.write_file(f"{git_dir}/config", base.git_config)
     env.execute(f"rm -f -- {shlex.quote(git_dir)}/info/attributes", timeout=60)
     return findings
 
 
-def secure_repository(env: Environment, cwd: str, base: RepoBase, *, exempt: set[str] = frozenset(),  # type: ignore[assignment]
-                      protected: set[str] = frozenset()) -> tuple[list[Finding], set[str]]:  # type: ignore[assignment]
+def secure_repository(
+    env: Environment,
+    cwd: str,
+    base: RepoBase,
+    *,
+    exempt: set[str] = frozenset(),  # type: ignore[assignment]
+    protected: set[str] = frozenset(),
+) -> tuple[list[Finding], set[str]]:  # type: ignore[assignment]
     """Restore the git config, then put the test infrastructure back (see the module's docstring).
     Returns the findings and every path put back or removed."""
     findings = _restore_git_config(env, cwd, base)
@@ -289,14 +327,19 @@ def secure_repository(env: Environment, cwd: str, base: RepoBase, *, exempt: set
     script = _revert_script(plan, plan.restore)
     path = f"{env.scratch_dir}/revert-{uuid.uuid4().hex[:8]}.sh"
     env.write_file(path, script.encode())
-    res = env.execute(f"bash {shlex.quote(path)}; s=$?; rm -f {shlex.quote(path)}; exit $s", cwd=cwd, timeout=300,
-                      env=HERMETIC_GIT_ENV)
+    res = env.execute(
+        f"bash {shlex.quote(path)}; s=$?; rm -f {shlex.quote(path)}; exit $s",
+        cwd=cwd,
+        timeout=300,
+        env=HERMETIC_GIT_ENV,
+    )
     if res.returncode != 0:
         raise SandboxError(f"could not put the test files back (exit {res.returncode}): {res.output[-500:]}")
     return findings + _findings(plan), set(plan.why)
 
 
 # --- patches ------------------------------------------------------------------------------------------
+
 
 def split_patch(patch: str) -> list[tuple[set[str], str]]:
     """A git diff cut into its files' sections: (paths named, section text); text before the first
@@ -306,7 +349,7 @@ def split_patch(patch: str) -> list[tuple[set[str], str]]:
         return [(set(), patch)] if patch else []
     sections = [(set(), patch[: starts[0]])] if starts[0] else []
     for i, s in enumerate(starts):
-        text = patch[s: starts[i + 1] if i + 1 < len(starts) else len(patch)]
+        text = patch[s : starts[i + 1] if i + 1 < len(starts) else len(patch)]
         m = _DIFF_FILE.match(text)
         sections.append(({m.group(1), m.group(2)} if m else set(), text))
     return sections
@@ -331,8 +374,12 @@ def apply_policy(grade: Grade, findings: list[Finding], policy: str) -> Grade:
     hits = void or policy_hit
     if not hits:
         return grade
-    details = {**grade.details, "reward": 0.0, "verifier_reward": grade.reward,
-               "tamper_zeroed": "; ".join(f"{f.kind}: {f.detail}" for f in hits)[:1000]}
+    details = {
+        **grade.details,
+        "reward": 0.0,
+        "verifier_reward": grade.reward,
+        "tamper_zeroed": "; ".join(f"{f.kind}: {f.detail}" for f in hits)[:1000],
+    }
     if grade.infra_error:
         details["grading_error_ignored"] = grade.infra_error
     return grade.model_copy(update={"reward": 0.0, "passed": False, "infra_error": None, "details": details})

@@ -75,7 +75,10 @@ class Environment(Protocol):
     def start(self) -> None: ...
 
     def execute(
-        self, command: str, timeout: float | None = None, cwd: str | None = None,
+        self,
+        command: str,
+        timeout: float | None = None,
+        cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
         """Run `command` with bash (not a login shell). A timeout kills it; the sandbox keeps working."""
@@ -126,8 +129,10 @@ def read_head(env: Environment, path: str, max_bytes: int) -> FileHead:
     import shlex
 
     q = shlex.quote(path)
-    res = env.execute(f"[ -e {q} ] || exit 44; [ -d {q} ] && exit 45; if [ -f {q} ]; then stat -L -c %s -- {q}; "
-                      f"elif [ -c {q} ]; then echo -; else echo 'not a regular file'; exit 46; fi")
+    res = env.execute(
+        f"[ -e {q} ] || exit 44; [ -d {q} ] && exit 45; if [ -f {q} ]; then stat -L -c %s -- {q}; "
+        f"elif [ -c {q} ]; then echo -; else echo 'not a regular file'; exit 46; fi"
+    )
     if res.returncode == 44:
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
     if res.returncode == 45:

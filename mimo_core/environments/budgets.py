@@ -42,8 +42,11 @@ class Exceeded:
 def memory_exceeded(limit_mb: int | None, oom_kills: int) -> Exceeded | None:
     if oom_kills <= 0:
         return None
-    return Exceeded("memory", f"the sandbox went past its memory budget ({limit_mb} MB; its private /tmp and "
-                              f"/dev/shm count) and the kernel killed {oom_kills} of its processes")
+    return Exceeded(
+        "memory",
+        f"the sandbox went past its memory budget ({limit_mb} MB; its private /tmp and "
+        f"/dev/shm count) and the kernel killed {oom_kills} of its processes",
+    )
 
 
 def disk_exceeded(limit_mb: int | None, used: int) -> Exceeded | None:
@@ -57,8 +60,7 @@ def tree_usage(path: str, timeout: float = 120.0) -> int | None:
     plus INODE_BYTES per entry, measured by `du` on one filesystem; None when it cannot be measured."""
     try:
         blocks = subprocess.run(["du", "-s", "-x", "-B1", path], capture_output=True, timeout=timeout, check=False)
-        inodes = subprocess.run(["du", "-s", "-x", "--inodes", path], capture_output=True, timeout=timeout,
-                                check=False)
+        inodes = subprocess.run(["du", "-s", "-x", "--inodes", path], capture_output=True, timeout=timeout, check=False)
         return int(blocks.stdout.split()[0]) + INODE_BYTES * int(inodes.stdout.split()[0])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
@@ -88,8 +90,9 @@ def punch_middle(path: str, keep: int) -> int:
             return 0
         if _libc is None:
             _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        rc = _libc.fallocate(fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, ctypes.c_long(start),
-                             ctypes.c_long(end - start))
+        rc = _libc.fallocate(
+            fd, _FALLOC_FL_PUNCH_HOLE | _FALLOC_FL_KEEP_SIZE, ctypes.c_long(start), ctypes.c_long(end - start)
+        )
         return end - start if rc == 0 else 0
     except (OSError, AttributeError):
         return 0
@@ -102,8 +105,15 @@ class BudgetWatch:
     (any thread). `tick()`, cheap, runs every `interval`; `check()` runs at least `every` seconds apart,
     further when one measure took long (a tree of millions of files)."""
 
-    def __init__(self, name: str, check: Callable[[], Exceeded | None], end: Callable[[], None],
-                 tick: Callable[[], None] | None = None, interval: float = 0.25, every: float = 2.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        check: Callable[[], Exceeded | None],
+        end: Callable[[], None],
+        tick: Callable[[], None] | None = None,
+        interval: float = 0.25,
+        every: float = 2.0,
+    ) -> None:
         self.name, self._check, self._end, self._tick = name, check, end, tick
         self.interval, self.every = interval, every
         self.exceeded: Exceeded | None = None

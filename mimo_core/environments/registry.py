@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from mimo_core.config import EnvironmentConfig
 
 # A backend that declares nothing: assume it can start images, confines nothing and shares no host files.
-UNDECLARED = Capabilities(host_files=False, image_tasks=True, confined=False, network_isolation=False,
-                          host_mounts=False)
+UNDECLARED = Capabilities(
+    host_files=False, image_tasks=True, confined=False, network_isolation=False, host_mounts=False
+)
 
 
 def environment_class(name: str) -> type:

@@ -88,8 +88,11 @@ class ShellResult(BaseModel):
 
 def ansi_c_quote(text: str) -> str:
     """`$'...'` quoting: any text as one bash word on one line. NUL cannot live in bash strings."""
-    return ("$'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
-            .replace("\0", "") + "'")
+    return (
+        "$'"
+        + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r").replace("\0", "")
+        + "'"
+    )
 
 
 def decode_output(data: bytes) -> str:
@@ -114,7 +117,7 @@ class HeadTail:
         self.tail += data
         if len(self.tail) > half:
             self.dropped += len(self.tail) - half
-            del self.tail[:len(self.tail) - half]
+            del self.tail[: len(self.tail) - half]
 
     def bytes(self) -> bytes:
         gap = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode() if self.dropped else b""
@@ -124,8 +127,7 @@ class HeadTail:
 class ShellSession:
     """One persistent shell. Calls are serialized; `interrupt()` may be called from any thread."""
 
-    def __init__(self, host: ShellHost, name: str, cwd: str,
-                 annotate: Callable[[str, int], str] | None = None) -> None:
+    def __init__(self, host: ShellHost, name: str, cwd: str, annotate: Callable[[str, int], str] | None = None) -> None:
         self.host = host
         self.annotate = annotate  # (command, exit code) -> a note for the model, or ""
         self.name = name
@@ -149,7 +151,7 @@ class ShellSession:
         stream = self.host.open_shell_stream(self.cwd)
         # The EXIT trap writes to a file: during `exit` inside eval, stdout is the call's output file.
         try:
-            stream.send(f"trap 'printf \"%d %s\" \"$?\" \"$PWD\" >{self._exit_file}' EXIT\n".encode())
+            stream.send(f'trap \'printf "%d %s" "$?" "$PWD" >{self._exit_file}\' EXIT\n'.encode())
         except OSError:  # killed as it started (interrupt): the call reports a dead shell
             stream.close()
             raise
@@ -178,15 +180,27 @@ class ShellSession:
 
     # -- calls -------------------------------------------------------------------------------------
 
-    def run(self, command: str, timeout: float, subshell: bool = False,
-            env: dict[str, str] | None = None, cwd: str | None = None) -> ShellResult:
+    def run(
+        self,
+        command: str,
+        timeout: float,
+        subshell: bool = False,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ShellResult:
         """Run `command` in the shell. `subshell=True` (with optional env and cwd) runs it in `( )`, so
         it leaves the shell's state alone: `Environment.execute` semantics over the same stream."""
         with self._lock:
             return self._run(command, timeout, subshell, env, cwd)
 
-    def try_run(self, command: str, timeout: float, subshell: bool = False,
-                env: dict[str, str] | None = None, cwd: str | None = None) -> ShellResult | None:
+    def try_run(
+        self,
+        command: str,
+        timeout: float,
+        subshell: bool = False,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ShellResult | None:
         """`run`, or None at once if another thread's call is in progress (then use another session)."""
         if not self._lock.acquire(blocking=False):
             return None
@@ -195,8 +209,9 @@ class ShellSession:
         finally:
             self._lock.release()
 
-    def _run(self, command: str, timeout: float, subshell: bool, env: dict[str, str] | None,
-             cwd: str | None) -> ShellResult:
+    def _run(
+        self, command: str, timeout: float, subshell: bool, env: dict[str, str] | None, cwd: str | None
+    ) -> ShellResult:
         start = time.monotonic()
         nonce = secrets.token_hex(8)
         out = f"{self.host.scratch_dir.rstrip('/')}/.sh-{self.name}-{nonce}"
@@ -243,17 +258,34 @@ class ShellSession:
             if exited and os.path.isabs(status[1]):
                 self.cwd = status[1]
             if timed_out:
-                note = ("[the shell did not come back after the command was killed, so a new shell was "
-                        f"started in {self.cwd}; variables, functions and options set before are gone]")
+                note = (
+                    "[the shell did not come back after the command was killed, so a new shell was "
+                    f"started in {self.cwd}; variables, functions and options set before are gone]"
+                )
             elif gone:
                 why = f"exited with code {rc}" if exited else "was killed"
-                note = (f"[the shell {why}; a new shell was started in {self.cwd}; variables, functions "
-                        "and options set before are gone]")
-        return ShellResult(output=decode_output(output), returncode=rc, timed_out=timed_out, note=note,
-                           duration_s=time.monotonic() - start)
+                note = (
+                    f"[the shell {why}; a new shell was started in {self.cwd}; variables, functions "
+                    "and options set before are gone]"
+                )
+        return ShellResult(
+            output=decode_output(output),
+            returncode=rc,
+            timed_out=timed_out,
+            note=note,
+            duration_s=time.monotonic() - start,
+        )
 
-    def _send(self, stream: ShellStream, command: str, nonce: str, out: str, subshell: bool,
-              env: dict[str, str] | None, cwd: str | None) -> int:
+    def _send(
+        self,
+        stream: ShellStream,
+        command: str,
+        nonce: str,
+        out: str,
+        subshell: bool,
+        env: dict[str, str] | None,
+        cwd: str | None,
+    ) -> int:
         """Write the call's line; the shell's line number of the call."""
         self._lines += 1
         self._call = (nonce, out, stream.pid)
@@ -271,8 +303,9 @@ class ShellSession:
         except OSError:
             pass
 
-    def _line(self, command: str, nonce: str, out: str, subshell: bool, env: dict[str, str] | None,
-              cwd: str | None) -> bytes:
+    def _line(
+        self, command: str, nonce: str, out: str, subshell: bool, env: dict[str, str] | None, cwd: str | None
+    ) -> bytes:
         """The call's line. A long command follows it as raw bytes read by `head -c`: bash reads its own
         input one byte per syscall (so a child could read the rest), ~3 us a byte; `head` reads blocks,
         and nothing else is in the stream until the call's marker comes back."""
@@ -283,18 +316,24 @@ class ShellSession:
         else:
             fetch, body, drop, data = "", f"eval {ansi_c_quote(command)}", "", b""
         if subshell:
-            pre = "".join(f"export {k}={ansi_c_quote(v)}; " for k, v in (env or {}).items()
-                          if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k))
+            pre = "".join(
+                f"export {k}={ansi_c_quote(v)}; "
+                for k, v in (env or {}).items()
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)
+            )
             go = f"cd -- {ansi_c_quote(cwd)} || exit 1; " if cwd else ""
             body = f"( {go}{pre}{body} )"
-        line = (f"{fetch}MIMO_CALL={nonce}; export MIMO_CALL; {body} </dev/null >{q_out} 2>&1; "
-                f"printf '\\036{nonce} %d %s\\n' \"$?\" \"$PWD\"; unset MIMO_CALL{drop}")
+        line = (
+            f"{fetch}MIMO_CALL={nonce}; export MIMO_CALL; {body} </dev/null >{q_out} 2>&1; "
+            f'printf \'\\036{nonce} %d %s\\n\' "$?" "$PWD"; unset MIMO_CALL{drop}'
+        )
         if self.host.inline_output:
             line += f"; cat {q_out}; rm -f {q_out}; printf '\\036{nonce}E\\n'"
         return (line + "\n").encode() + data
 
-    def _wait_marker(self, stream: ShellStream, nonce: str, out: str, deadline: float
-                     ) -> tuple[tuple[int, str] | None, bool, bool]:
+    def _wait_marker(
+        self, stream: ShellStream, nonce: str, out: str, deadline: float
+    ) -> tuple[tuple[int, str] | None, bool, bool]:
         """(rc, cwd) from the marker line, whether the call timed out, whether the shell is gone."""
         tag = _RS + nonce.encode() + b" "
         timed_out = False
@@ -303,8 +342,8 @@ class ShellSession:
             if pos >= 0:
                 end = self._buf.find(b"\n", pos)
                 if end >= 0:
-                    rc_s, _, cwd = bytes(self._buf[pos + len(tag):end]).decode(errors="replace").partition(" ")
-                    del self._buf[:end + 1]
+                    rc_s, _, cwd = bytes(self._buf[pos + len(tag) : end]).decode(errors="replace").partition(" ")
+                    del self._buf[: end + 1]
                     return (int(rc_s), cwd), timed_out, False
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -330,7 +369,7 @@ class ShellSession:
             pos = self._buf.find(end_tag)
             if pos >= 0:
                 capture.feed(bytes(self._buf[:pos]))
-                del self._buf[:pos + len(end_tag)]
+                del self._buf[: pos + len(end_tag)]
                 return capture.bytes()
             keep = len(end_tag)
             if len(self._buf) > keep:
@@ -347,6 +386,7 @@ class ShellSession:
 def _renumber(output: bytes, first_line: int) -> bytes:
     """bash numbers an eval'd command's lines after every line the shell read before it: give the
     model's own numbers back (`bash: eval: line 7:` on the 5th call -> `bash: line 3:`)."""
+
     def fix(m: re.Match[bytes]) -> bytes:
         n = int(m.group(1))
         return b"bash: line %d:" % (n - first_line + 1) if n >= first_line else m.group(0)

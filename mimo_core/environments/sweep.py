@@ -46,8 +46,9 @@ def before_run(configs: list[Any], sweep: bool = True) -> None:
         print(UNCONFINED.format(user=getpass.getuser()), file=sys.stderr)
 
 
-def cleanup_all(run_id: str | None, roots: list[str], namespaces: list[str] | None = None,
-                force: bool = False) -> tuple[str, list[str]]:
+def cleanup_all(
+    run_id: str | None, roots: list[str], namespaces: list[str] | None = None, force: bool = False
+) -> tuple[str, list[str]]:
     """`mimoagent cleanup`: local sandboxes always; containers when a Docker engine answers; pods of the
     kubeconfig's cluster (its context's namespace, or `namespaces`) when one is configured. Sandboxes whose
     runner lives (or, on another host, may live) are removed only with `force`: the summary, and a line
@@ -69,15 +70,19 @@ def _pods(run_id: str | None, stale_only: bool, namespaces: list[str | None], li
     import os
     from pathlib import Path
 
-    if not (os.environ.get("KUBECONFIG") or os.environ.get("KUBERNETES_SERVICE_HOST")
-            or Path("~/.kube/config").expanduser().exists()):
+    if not (
+        os.environ.get("KUBECONFIG")
+        or os.environ.get("KUBERNETES_SERVICE_HOST")
+        or Path("~/.kube/config").expanduser().exists()
+    ):
         return "no pods (no Kubernetes config)"
     try:
         from mimo_core.environments.kubernetes import cleanup as k8s_cleanup
         from mimo_core.environments.kubernetes.pods import KubernetesOptions
 
-        n = sum(k8s_cleanup.cleanup(run_id, stale_only, KubernetesOptions(namespace=ns), live=live)
-                for ns in namespaces)
+        n = sum(
+            k8s_cleanup.cleanup(run_id, stale_only, KubernetesOptions(namespace=ns), live=live) for ns in namespaces
+        )
     except (SandboxError, ImportError, ValueError) as e:
         return f"no pods ({str(e).splitlines()[0][:200]})"
     return f"{n} pod(s)"

@@ -39,25 +39,43 @@ def _tool_call(c: ToolCall) -> AtifToolCall:
         args = None
     if isinstance(args, dict):
         return AtifToolCall(tool_call_id=c.id, function_name=c.name, arguments=args)
-    return AtifToolCall(tool_call_id=c.id, function_name=c.name, arguments={},
-                        extra={"raw_arguments": c.arguments})  # malformed: kept as the model wrote it
+    return AtifToolCall(
+        tool_call_id=c.id, function_name=c.name, arguments={}, extra={"raw_arguments": c.arguments}
+    )  # malformed: kept as the model wrote it
 
 
 def _metrics(call: CallRecord | None) -> AtifMetrics | None:
     if call is None:
         return None
     u = call.usage
-    return AtifMetrics(prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
-                       cached_tokens=u.cached_tokens, cost_usd=call.cost, prompt_token_ids=call.prompt_token_ids,
-                       completion_token_ids=call.token_ids, logprobs=call.logprobs,
-                       extra={"reasoning_tokens": u.reasoning_tokens, "latency_s": call.latency_s,
-                              "attempts": call.attempts, "finish_reason": call.finish_reason, "step": call.step})
+    return AtifMetrics(
+        prompt_tokens=u.prompt_tokens,
+        completion_tokens=u.completion_tokens,
+        cached_tokens=u.cached_tokens,
+        cost_usd=call.cost,
+        prompt_token_ids=call.prompt_token_ids,
+        completion_token_ids=call.token_ids,
+        logprobs=call.logprobs,
+        extra={
+            "reasoning_tokens": u.reasoning_tokens,
+            "latency_s": call.latency_s,
+            "attempts": call.attempts,
+            "finish_reason": call.finish_reason,
+            "step": call.step,
+        },
+    )
 
 
 def _agent_step(m: Message, step_id: int, model: str | None, call: CallRecord | None) -> AtifStep:
-    return AtifStep(step_id=step_id, source="agent", message=m.content or "", model_name=model,
-                    reasoning_content=m.reasoning, tool_calls=[_tool_call(c) for c in m.tool_calls or ()] or None,
-                    metrics=_metrics(call))
+    return AtifStep(
+        step_id=step_id,
+        source="agent",
+        message=m.content or "",
+        model_name=model,
+        reasoning_content=m.reasoning,
+        tool_calls=[_tool_call(c) for c in m.tool_calls or ()] or None,
+        metrics=_metrics(call),
+    )
 
 
 def to_atif(traj: Trajectory, ref: RolloutRef) -> AtifTrajectory:
@@ -75,34 +93,61 @@ def to_atif(traj: Trajectory, ref: RolloutRef) -> AtifTrajectory:
         elif m.role == "tool" and steps and steps[-1].source == "agent":
             last = steps[-1]
             ids = {c.tool_call_id for c in last.tool_calls or ()}
-            result = AtifObservationResult(source_call_id=m.tool_call_id if m.tool_call_id in ids else None,
-                                           content=m.content)
+            result = AtifObservationResult(
+                source_call_id=m.tool_call_id if m.tool_call_id in ids else None, content=m.content
+            )
             if last.observation is None:
                 last.observation = AtifObservation(results=[])
             last.observation.results.append(result)
         else:  # system, user (and a tool result with no agent step before it, kept as what the agent was told)
-            steps.append(AtifStep(step_id=len(steps) + 1, source="system" if m.role == "system" else "user",
-                                  message=m.content or "", extra={"role": m.role} if m.role == "tool" else None))
+            steps.append(
+                AtifStep(
+                    step_id=len(steps) + 1,
+                    source="system" if m.role == "system" else "user",
+                    message=m.content or "",
+                    extra={"role": m.role} if m.role == "tool" else None,
+                )
+            )
     if not steps:
         raise ValueError(f"no messages (the rollout ended {traj.exit_status.value} before the agent ran)")
     rec = ref.record
     extra: dict[str, Any] = {
-        "instance_id": traj.instance_id, "config_name": traj.config_name, "rollout_index": traj.rollout_index,
-        "dataset_type": traj.dataset_type, "agent_type": traj.agent_type, "exit_status": traj.exit_status.value,
-        "error": traj.error, "reward": rec.reward, "passed": rec.passed, "submission": traj.submission,
+        "instance_id": traj.instance_id,
+        "config_name": traj.config_name,
+        "rollout_index": traj.rollout_index,
+        "dataset_type": traj.dataset_type,
+        "agent_type": traj.agent_type,
+        "exit_status": traj.exit_status.value,
+        "error": traj.error,
+        "reward": rec.reward,
+        "passed": rec.passed,
+        "submission": traj.submission,
     }
     return AtifTrajectory(
-        session_id=traj.run_id, trajectory_id=f"{traj.run_id}/{rec.output_dir}",
-        agent=AtifAgent(name="mimoagent", version=traj.framework_version, model_name=model,
-                        tool_definitions=[t.to_openai() for t in traj.tools] or None,
-                        extra={"agent_type": traj.agent_type, "config_name": traj.config_name}),
+        session_id=traj.run_id,
+        trajectory_id=f"{traj.run_id}/{rec.output_dir}",
+        agent=AtifAgent(
+            name="mimoagent",
+            version=traj.framework_version,
+            model_name=model,
+            tool_definitions=[t.to_openai() for t in traj.tools] or None,
+            extra={"agent_type": traj.agent_type, "config_name": traj.config_name},
+        ),
         steps=steps,
-        notes=None if aligned else (f"{len(traj.calls)} model calls for {n_assistant} agent messages: "
-                                    "per-step metrics left out, totals in final_metrics"),
+        notes=None
+        if aligned
+        else (
+            f"{len(traj.calls)} model calls for {n_assistant} agent messages: "
+            "per-step metrics left out, totals in final_metrics"
+        ),
         final_metrics=AtifFinalMetrics(
-            total_prompt_tokens=traj.usage.prompt_tokens, total_completion_tokens=traj.usage.completion_tokens,
-            total_cached_tokens=traj.usage.cached_tokens, total_cost_usd=traj.cost, total_steps=len(steps),
-            extra={"model_calls": len(traj.calls), "reasoning_tokens": traj.usage.reasoning_tokens}),
+            total_prompt_tokens=traj.usage.prompt_tokens,
+            total_completion_tokens=traj.usage.completion_tokens,
+            total_cached_tokens=traj.usage.cached_tokens,
+            total_cost_usd=traj.cost,
+            total_steps=len(steps),
+            extra={"model_calls": len(traj.calls), "reasoning_tokens": traj.usage.reasoning_tokens},
+        ),
         extra=extra,
     )
 

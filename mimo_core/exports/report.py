@@ -43,8 +43,9 @@ class ExportReport(BaseModel):
 
     def summary(self) -> str:
         head = f"{self.format}: {self.rollouts} rollouts, {self.rows} rows -> {self.path}"
-        return head + (f"; {len(self.skipped)} rollouts left out (see {self.format}_report.json)"
-                       if self.skipped else "")
+        return head + (
+            f"; {len(self.skipped)} rollouts left out (see {self.format}_report.json)" if self.skipped else ""
+        )
 
 
 def write_parquet(rows: list[dict[str, Any]], schema: dict[str, Any], path: Path) -> None:

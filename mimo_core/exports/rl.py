@@ -21,9 +21,14 @@ from mimo_core.records.model_calls import AgentMsgsError, iter_steps
 
 FILE = "rl.parquet"
 SCHEMA = {
-    **ROLLOUT_COLUMNS, "step": pl.Int64, "call_index": pl.Int64, "finish_reason": pl.String,
-    "prompt_token_ids": pl.List(pl.Int64), "completion_token_ids": pl.List(pl.Int64),
-    "completion_logprobs": pl.List(pl.Float64), "loss_mask": pl.List(pl.Int8),
+    **ROLLOUT_COLUMNS,
+    "step": pl.Int64,
+    "call_index": pl.Int64,
+    "finish_reason": pl.String,
+    "prompt_token_ids": pl.List(pl.Int64),
+    "completion_token_ids": pl.List(pl.Int64),
+    "completion_logprobs": pl.List(pl.Float64),
+    "loss_mask": pl.List(pl.Int8),
 }
 
 
@@ -49,15 +54,24 @@ def rl_rows(ref: RolloutRef) -> list[dict[str, Any]]:
             missing.append(f"step {rec.step}: {why}" + (f": {fields.prompt_error}" if fields.prompt_error else ""))
             continue
         prompt, completion = fields.prompt_ids, fields.completion_ids
-        rows.append({**base, "step": rec.step, "call_index": len(rows),
-                     "finish_reason": choices[0].get("finish_reason") if isinstance(choices[0], dict) else None,
-                     "prompt_token_ids": prompt, "completion_token_ids": completion,
-                     "completion_logprobs": fields.logprobs,
-                     "loss_mask": [0] * len(prompt) + [1] * len(completion)})
+        rows.append(
+            {
+                **base,
+                "step": rec.step,
+                "call_index": len(rows),
+                "finish_reason": choices[0].get("finish_reason") if isinstance(choices[0], dict) else None,
+                "prompt_token_ids": prompt,
+                "completion_token_ids": completion,
+                "completion_logprobs": fields.logprobs,
+                "loss_mask": [0] * len(prompt) + [1] * len(completion),
+            }
+        )
     if missing:
-        raise MissingTokens(f"{len(missing)} of {len(missing) + len(rows)} model calls lack token ids; first: "
-                            f"{missing[0]} (set model.return_token_ids: true; docs/exports.md says what each "
-                            "server returns)")
+        raise MissingTokens(
+            f"{len(missing)} of {len(missing) + len(rows)} model calls lack token ids; first: "
+            f"{missing[0]} (set model.return_token_ids: true; docs/exports.md says what each "
+            "server returns)"
+        )
     if not rows:
         raise MissingTokens("no completed model call")
     return rows

@@ -20,12 +20,19 @@ from mimo_core.status import UNGRADED_STATUSES, ExitStatus
 
 FILE = "sft.parquet"
 
-TOOL_CALL = pl.Struct({"id": pl.String, "type": pl.String,
-                       "function": pl.Struct({"name": pl.String, "arguments": pl.String})})
-MESSAGE = pl.Struct({
-    "role": pl.String, "content": pl.String, "reasoning_content": pl.String, "tool_calls": pl.List(TOOL_CALL),
-    "tool_call_id": pl.String, "name": pl.String,
-})
+TOOL_CALL = pl.Struct(
+    {"id": pl.String, "type": pl.String, "function": pl.Struct({"name": pl.String, "arguments": pl.String})}
+)
+MESSAGE = pl.Struct(
+    {
+        "role": pl.String,
+        "content": pl.String,
+        "reasoning_content": pl.String,
+        "tool_calls": pl.List(TOOL_CALL),
+        "tool_call_id": pl.String,
+        "name": pl.String,
+    }
+)
 # Rollouts that ended in an error are no training target by default: their last turns are the failure
 # (a CLI agent's synthetic "[API Error: 400 ...]" turn would become an assistant target).
 ERROR_STATUSES = UNGRADED_STATUSES | {ExitStatus.MODEL_BAD_REQUEST, ExitStatus.AGENT_ERROR}
@@ -40,9 +47,13 @@ def sft_row(ref: RolloutRef) -> dict[str, Any]:
         d = m.to_openai()
         d.pop("provider_items", None)
         messages.append(d)
-    return {**ref.columns(), "messages": messages,
-            "tools": json.dumps([t.to_openai() for t in traj.tools], ensure_ascii=False),
-            "steps": traj.steps, "cost": traj.cost}
+    return {
+        **ref.columns(),
+        "messages": messages,
+        "tools": json.dumps([t.to_openai() for t in traj.tools], ensure_ascii=False),
+        "steps": traj.steps,
+        "cost": traj.cost,
+    }
 
 
 def export_sft(refs: list[RolloutRef], dest: Path, flt: ExportFilter | None = None) -> ExportReport:

@@ -17,9 +17,16 @@ from mimo_core.status import ExitStatus
 
 # The columns every parquet export starts with (RolloutRef.columns).
 ROLLOUT_COLUMNS: dict[str, Any] = {
-    "run_id": pl.String, "instance_id": pl.String, "config_name": pl.String, "rollout_index": pl.Int64,
-    "model_name": pl.String, "exit_status": pl.String, "reward": pl.Float64, "passed": pl.Boolean,
-    "run_dir": pl.String, "rollout_dir": pl.String,
+    "run_id": pl.String,
+    "instance_id": pl.String,
+    "config_name": pl.String,
+    "rollout_index": pl.Int64,
+    "model_name": pl.String,
+    "exit_status": pl.String,
+    "reward": pl.Float64,
+    "passed": pl.Boolean,
+    "run_dir": pl.String,
+    "rollout_dir": pl.String,
 }
 
 
@@ -63,9 +70,18 @@ class RolloutRef:
     def columns(self) -> dict[str, Any]:
         """The columns every export row starts with: who, where, and how it ended."""
         r = self.record
-        return {"run_id": r.run_id, "instance_id": r.instance_id, "config_name": r.config_name,
-                "rollout_index": r.rollout_index, "model_name": r.model_name, "exit_status": r.exit_status.value,
-                "reward": r.reward, "passed": r.passed, "run_dir": str(self.run_dir), "rollout_dir": r.output_dir}
+        return {
+            "run_id": r.run_id,
+            "instance_id": r.instance_id,
+            "config_name": r.config_name,
+            "rollout_index": r.rollout_index,
+            "model_name": r.model_name,
+            "exit_status": r.exit_status.value,
+            "reward": r.reward,
+            "passed": r.passed,
+            "run_dir": str(self.run_dir),
+            "rollout_dir": r.output_dir,
+        }
 
 
 def check_output_dir(path: Path) -> list[ResultRecord]:
@@ -83,14 +99,19 @@ def check_output_dir(path: Path) -> list[ResultRecord]:
 def select_rollouts(run_dirs: Iterable[Path], flt: ExportFilter | None = None) -> list[RolloutRef]:
     """The rollouts of `run_dirs` the filter keeps, sorted by (instance, config, k)."""
     flt = flt or ExportFilter()
-    refs = [RolloutRef(d, rec) for d in {Path(p).resolve(): None for p in run_dirs}
-            for rec in check_output_dir(d) if flt.keeps(rec)]
+    refs = [
+        RolloutRef(d, rec)
+        for d in {Path(p).resolve(): None for p in run_dirs}
+        for rec in check_output_dir(d)
+        if flt.keeps(rec)
+    ]
     refs.sort(key=lambda r: (*r.record.key, str(r.run_dir)))
     return refs
 
 
 def select_latest(
-    latest: Mapping[tuple[str, str], Path], flt: ExportFilter | None = None,
+    latest: Mapping[tuple[str, str], Path],
+    flt: ExportFilter | None = None,
 ) -> tuple[list[RolloutRef], dict[str, str]]:
     """The rollouts of each (instance, config) pair from the run folder `latest` names for it (Dagster's
     latest graded materialization of each partition), filtered and sorted like `select_rollouts`; and the

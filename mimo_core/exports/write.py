@@ -37,8 +37,13 @@ def _exporter(fmt: str) -> Callable[..., ExportReport]:
     raise ValueError(f"unknown export format {fmt!r}; known: {', '.join(FORMATS)}")
 
 
-def write_export(fmt: str, refs: list[RolloutRef], dest: Path,
-                 unreadable: Mapping[str, str] | None = None, flt: ExportFilter | None = None) -> ExportReport:
+def write_export(
+    fmt: str,
+    refs: list[RolloutRef],
+    dest: Path,
+    unreadable: Mapping[str, str] | None = None,
+    flt: ExportFilter | None = None,
+) -> ExportReport:
     """Write `refs` into `dest` (created) in format `fmt`, and the report beside it; `unreadable` (folder →
     why) is reported as left out too. Raises EmptyExport, naming why, when no row would be written."""
     exporter = _exporter(fmt)
@@ -48,8 +53,11 @@ def write_export(fmt: str, refs: list[RolloutRef], dest: Path,
         report.skip(folder, why)
     path = report.write(dest)
     if report.rows == 0:
-        raise EmptyExport(f"{fmt}: nothing to export: 0 of {len(refs)} selected rollouts gave a row"
-                          f"{report.reasons()}; no {fmt} file written (the report: {path})", report)
+        raise EmptyExport(
+            f"{fmt}: nothing to export: 0 of {len(refs)} selected rollouts gave a row"
+            f"{report.reasons()}; no {fmt} file written (the report: {path})",
+            report,
+        )
     return report
 
 

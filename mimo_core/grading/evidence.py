@@ -50,8 +50,7 @@ def _copy_bounded(env: Environment, folder: str, dest: Path, grade: Grade) -> No
     if files is None:
         grade.details["verifier_evidence_error"] = "the verifier's folder could not be listed (no find/stat)"
         return
-    if (len(files) <= MAX_LISTED and sum(n for n, _ in files) <= total
-            and all(n <= per_file for n, _ in files)):
+    if len(files) <= MAX_LISTED and sum(n for n, _ in files) <= total and all(n <= per_file for n, _ in files):
         env.copy_out(folder, dest)
         return
     files.sort(key=lambda f: (_REPORT.search(f[1]) is None, f[0]))
@@ -75,8 +74,13 @@ def _copy_bounded(env: Environment, folder: str, dest: Path, grade: Grade) -> No
         cut.append(f"{rel} ({size} bytes, kept {len(head.data)})")
     left_out += [rel for _, rel in files[MAX_LISTED:]]
     grade.details["verifier_evidence_truncated"] = {
-        "max_evidence_file_bytes": per_file, "max_evidence_bytes": total, "files": len(files),
-        "kept_bytes": used, "cut": cut[:50], "left_out": left_out[:50], "left_out_count": len(left_out),
+        "max_evidence_file_bytes": per_file,
+        "max_evidence_bytes": total,
+        "files": len(files),
+        "kept_bytes": used,
+        "cut": cut[:50],
+        "left_out": left_out[:50],
+        "left_out_count": len(left_out),
     }
 
 
@@ -96,7 +100,7 @@ def keep_evidence(env: Environment, verifier_dir: str, output: str, grade: Grade
     if dropped:
         grade.details["verifier_evidence_dropped"] = dropped[:50]
     if len(output) > limit:
-        output = output[:limit // 2] + f"\n[... {len(output) - limit} characters elided ...]\n" + output[-limit // 2:]
+        output = output[: limit // 2] + f"\n[... {len(output) - limit} characters elided ...]\n" + output[-limit // 2 :]
     (dest / OUTPUT_FILE).write_text(redact(output), encoding="utf-8", errors="replace")
     grade.evidence_dir = str(dest)
     if isinstance(test_config, str):

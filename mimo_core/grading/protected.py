@@ -21,26 +21,84 @@ from pathlib import PurePosixPath
 # Folders whose files are tests (or their data): any path with one of these as a component.
 TEST_DIRS = frozenset({"test", "tests", "__tests__", "testdata"})
 # File names that are tests wherever they are.
-TEST_FILES = ("test_*.py", "*_test.py", "tests.py", "*_test.go", "*_spec.rb", "*Test.java", "*Tests.java",
-              "*.test.js", "*.test.jsx", "*.test.ts", "*.test.tsx", "*.test.mjs", "*.test.cjs",
-              "*.spec.js", "*.spec.jsx", "*.spec.ts", "*.spec.tsx", "*.spec.mjs", "*.spec.cjs")
+TEST_FILES = (
+    "test_*.py",
+    "*_test.py",
+    "tests.py",
+    "*_test.go",
+    "*_spec.rb",
+    "*Test.java",
+    "*Tests.java",
+    "*.test.js",
+    "*.test.jsx",
+    "*.test.ts",
+    "*.test.tsx",
+    "*.test.mjs",
+    "*.test.cjs",
+    "*.spec.js",
+    "*.spec.jsx",
+    "*.spec.ts",
+    "*.spec.tsx",
+    "*.spec.mjs",
+    "*.spec.cjs",
+)
 # Whole files that configure a test runner or the code's transformation on its way to the runner.
-RUNNER_FILES = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", ".mocharc.*", "jest.config.*",
-                "vitest.config.*", "vitest.workspace.*", "babel.config.*", ".babelrc", ".babelrc.*", "karma.conf.*",
-                ".rspec", "phpunit.xml", "phpunit.xml.dist", ".gitattributes")
+RUNNER_FILES = (
+    "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
+    ".mocharc.*",
+    "jest.config.*",
+    "vitest.config.*",
+    "vitest.workspace.*",
+    "babel.config.*",
+    ".babelrc",
+    ".babelrc.*",
+    "karma.conf.*",
+    ".rspec",
+    "phpunit.xml",
+    "phpunit.xml.dist",
+    ".gitattributes",
+)
 # Files with a runner's sections among other things: only those sections are compared.
 SECTIONED_FILES = frozenset({"tox.ini", "setup.cfg", "pyproject.toml", "package.json"})
 # Code that runs at interpreter start or plugin discovery.
 IMPORT_HOOKS = ("*.pth", "sitecustomize.py", "usercustomize.py")
 # Modules a test run imports by name: a new top-level module of one of these names next to the tests or at
 # the repository's root is imported instead of the real one.
-RUNNER_MODULES = frozenset({"pytest", "_pytest", "py", "pluggy", "iniconfig", "nose", "nose2", "coverage",
-                            "hypothesis", "xdist", "pytest_timeout", "pytest_cov"})
+RUNNER_MODULES = frozenset(
+    {
+        "pytest",
+        "_pytest",
+        "py",
+        "pluggy",
+        "iniconfig",
+        "nose",
+        "nose2",
+        "coverage",
+        "hypothesis",
+        "xdist",
+        "pytest_timeout",
+        "pytest_cov",
+    }
+)
 SHADOW_NAMES = frozenset(sys.stdlib_module_names) | RUNNER_MODULES
 
 # Caches a run writes itself: never the agent's test infrastructure (`__pycache__` is emptied before grading).
-CACHE_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox",
-                        ".nox", "node_modules", ".git"})
+CACHE_DIRS = frozenset(
+    {
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".tox",
+        ".nox",
+        "node_modules",
+        ".git",
+    }
+)
 
 _INI_SECTIONS = {"tox.ini": ("pytest", "tox", "testenv"), "setup.cfg": ("tool:pytest", "pytest")}
 _PACKAGE_KEYS = ("jest", "mocha", "ava", "vitest", "nyc")
@@ -60,8 +118,9 @@ def category(path: str) -> str | None:
         return None
     if name == "conftest.py":
         return "conftest"
-    if _match(name, IMPORT_HOOKS) or (name == "entry_points.txt" and len(parts) > 1
-                                      and parts[-2].endswith((".egg-info", ".dist-info"))):
+    if _match(name, IMPORT_HOOKS) or (
+        name == "entry_points.txt" and len(parts) > 1 and parts[-2].endswith((".egg-info", ".dist-info"))
+    ):
         return "import_hook"
     if _match(name, RUNNER_FILES) or (len(parts) > 1 and parts[-2] == ".cargo" and name in ("config", "config.toml")):
         return "runner_config"
@@ -83,8 +142,9 @@ def shadow_name(path: str) -> str | None:
 def _ini_sections(text: str, prefixes: tuple[str, ...]) -> dict[str, dict[str, str]]:
     parser = configparser.RawConfigParser(strict=False, interpolation=None)
     parser.read_string(text)
-    return {s: dict(parser.items(s)) for s in parser.sections()
-            if any(s == p or s.startswith(p + ":") for p in prefixes)}
+    return {
+        s: dict(parser.items(s)) for s in parser.sections() if any(s == p or s.startswith(p + ":") for p in prefixes)
+    }
 
 
 def _toml_sections(text: str) -> object:

@@ -18,13 +18,21 @@ _HEADER = re.compile(r"^=+ short test summary info =+$")
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)\b")
 # pytest's last line: `=== 1 failed, 2 passed, 1 warning in 0.12s (0:00:00) ===`, `no tests ran in 0.01s`,
 # old versions' `in 0.12 seconds`, `-q`'s bare `2 passed in 0.01s`.
-_FINAL = re.compile(r"^(?:=+ )?(?P<stats>(?:\d+ \w+(?:, \d+ \w+)*|no tests ran)) in \d+(?:\.\d+)? ?s(?:econds)?"
-                    r"(?: \([^)]*\))?(?: =+)?$")
+_FINAL = re.compile(
+    r"^(?:=+ )?(?P<stats>(?:\d+ \w+(?:, \d+ \w+)*|no tests ran)) in \d+(?:\.\d+)? ?s(?:econds)?"
+    r"(?: \([^)]*\))?(?: =+)?$"
+)
 _STARTS = re.compile(r"^=+ test session starts =+$")
 PASSING = {"PASSED", "XFAIL"}
 # the stats word → the result-line status it counts
-_LINE_OF = {"passed": "PASSED", "failed": "FAILED", "error": "ERROR", "errors": "ERROR",
-            "xfailed": "XFAIL", "xpassed": "XPASS"}
+_LINE_OF = {
+    "passed": "PASSED",
+    "failed": "FAILED",
+    "error": "ERROR",
+    "errors": "ERROR",
+    "xfailed": "XFAIL",
+    "xpassed": "XPASS",
+}
 
 
 class PytestReport(BaseModel):
@@ -40,13 +48,18 @@ class PytestReport(BaseModel):
     @property
     def all_passing(self) -> bool:
         """Every result in the summary passes and the stats name no failure or error."""
-        return (bool(self.statuses) and all(s in PASSING | {"SKIPPED"} for s in self.statuses.values())
-                and not self.counts.get("failed") and not self.counts.get("error"))
+        return (
+            bool(self.statuses)
+            and all(s in PASSING | {"SKIPPED"} for s in self.statuses.values())
+            and not self.counts.get("failed")
+            and not self.counts.get("error")
+        )
 
     @property
     def any_failing(self) -> bool:
         return any(s in ("FAILED", "ERROR") for s in self.statuses.values()) or bool(
-            self.counts.get("failed") or self.counts.get("error"))
+            self.counts.get("failed") or self.counts.get("error")
+        )
 
 
 def _test_id(rest: str) -> str:
@@ -79,7 +92,7 @@ def read_pytest(output: str) -> PytestReport:
     if final is None:
         return report
     report.final_line = lines[final]
-    after = sum(1 for line in lines[final + 1:] if _PYTEST_LINE.match(line) or _HEADER.match(line))
+    after = sum(1 for line in lines[final + 1 :] if _PYTEST_LINE.match(line) or _HEADER.match(line))
     if after:  # pytest prints nothing of its summary after its last line: someone else printed these
         report.conflicts.append(f"{after} result line(s) printed after pytest's final line")
     report.counts = _counts(_FINAL.match(lines[final]).group("stats"))  # type: ignore[union-attr]
@@ -88,7 +101,7 @@ def read_pytest(output: str) -> PytestReport:
         report.conflicts.append(f"{len(headers)} 'short test summary info' sections in one run")
     if not headers:
         return report
-    for line in lines[headers[-1] + 1:final]:
+    for line in lines[headers[-1] + 1 : final]:
         m = _PYTEST_LINE.match(line)
         if not m:
             continue
@@ -110,8 +123,7 @@ def read_pytest(output: str) -> PytestReport:
         # a kind the summary does not list at all was not asked for (`-r` chars), except failures and errors,
         # which every summary pytest prints lists
         if stated != listed and (listed or status in ("FAILED", "ERROR")):
-            report.conflicts.append(f"the final line says {stated} {word}, the summary lists {listed} {status} "
-                                    "line(s)")
+            report.conflicts.append(f"the final line says {stated} {word}, the summary lists {listed} {status} line(s)")
     return report
 
 

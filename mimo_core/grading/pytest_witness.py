@@ -35,8 +35,10 @@ class PytestWitness:
         self.dir = f"{env.scratch_dir}/witness-{uuid.uuid4().hex[:8]}"
         env.write_file(f"{self.dir}/sitecustomize.py", _plugin())
         res = env.execute('printf "%s" "${PYTHONPATH-}"', timeout=60, env=command_env or None)
-        self.vars = {"PYTHONPATH": ":".join(p for p in (self.dir, res.output.strip()) if p),
-                     "MIMO_WITNESS_DIR": self.dir}
+        self.vars = {
+            "PYTHONPATH": ":".join(p for p in (self.dir, res.output.strip()) if p),
+            "MIMO_WITNESS_DIR": self.dir,
+        }
 
     def findings(self) -> list[Finding]:
         """Call once the verifier ended (not timed out) and its processes are dead."""
@@ -54,5 +56,10 @@ class PytestWitness:
         if not abnormal:
             return []
         shown = ", ".join(f"pid {pid}" for pid in abnormal[:5])
-        return [Finding(kind="forged_verdict", zeroes=True,
-                        detail=f"a pytest process ended without its normal exit (os._exit or a kill): {shown}")]
+        return [
+            Finding(
+                kind="forged_verdict",
+                zeroes=True,
+                detail=f"a pytest process ended without its normal exit (os._exit or a kill): {shown}",
+            )
+        ]

@@ -79,9 +79,11 @@ def _kinds(env: Environment, verifier_dir: str) -> dict[str, tuple[str, int]]:
     names = {"dir": verifier_dir, **{n: f"{verifier_dir}/{n}" for n in REWARD_FILES}}
     script = "; ".join(
         f"if [ -L {shlex.quote(p)} ]; then echo '{k} link'; elif [ -f {shlex.quote(p)} ]; then "
-        f"echo \"{k} file $(wc -c < {shlex.quote(p)})\"; "
+        f'echo "{k} file $(wc -c < {shlex.quote(p)})"; '
         f"elif [ -d {shlex.quote(p)} ]; then echo '{k} dir'; elif [ -e {shlex.quote(p)} ]; then echo '{k} other'; "
-        f"else echo '{k} missing'; fi" for k, p in names.items())
+        f"else echo '{k} missing'; fi"
+        for k, p in names.items()
+    )
     res = env.execute(script, timeout=60)
     out: dict[str, tuple[str, int]] = {}
     for line in res.output.splitlines():
@@ -97,7 +99,7 @@ def _read_text(env: Environment, path: str) -> str | None:
         data = env.read_file(path)
     except Exception:  # each backend signals a missing file its own way
         return None
-    return data[:MAX_REWARD_BYTES + 1].decode("utf-8", errors="replace")
+    return data[: MAX_REWARD_BYTES + 1].decode("utf-8", errors="replace")
 
 
 def _parse(name: str, raw: str) -> tuple[float, dict[str, Any]]:
@@ -132,8 +134,15 @@ def _abnormal_exit(exit_code: int | None) -> str | None:
     return f"the verifier was killed by signal {signal_no} (exit code {exit_code})"
 
 
-def read_reward(env: Environment, verifier_dir: str, output: str = "", *, names: tuple[str, ...] | None = None,
-                exit_code: int | None = None, timed_out: bool = False) -> Grade:
+def read_reward(
+    env: Environment,
+    verifier_dir: str,
+    output: str = "",
+    *,
+    names: tuple[str, ...] | None = None,
+    exit_code: int | None = None,
+    timed_out: bool = False,
+) -> Grade:
     """The verifier's verdict from the reward files in `verifier_dir`; call it right after the verifier's
     command returned.
 
@@ -155,44 +164,61 @@ def read_reward(env: Environment, verifier_dir: str, output: str = "", *, names:
     if timed_out:
         return Grade(details=extra, infra_error="the verifier timed out: no reward is read")
     if lingering:
-        return forged(extra, f"{lingering} process(es) outlived the verifier: the reward could have been "
-                             "rewritten after the verifier wrote it")
+        return forged(
+            extra,
+            f"{lingering} process(es) outlived the verifier: the reward could have been "
+            "rewritten after the verifier wrote it",
+        )
     kinds = _kinds(env, verifier_dir)
     if (killed := _abnormal_exit(exit_code)) is not None:
-        written = [n for n in REWARD_FILES if kinds.get(n, ("missing", -1))[0] != "missing"
-                   and kinds.get(n, ("missing", -1))[1] != 0]  # (a redirection the shell opened is empty)
+        written = [
+            n
+            for n in REWARD_FILES
+            if kinds.get(n, ("missing", -1))[0] != "missing" and kinds.get(n, ("missing", -1))[1] != 0
+        ]  # (a redirection the shell opened is empty)
         if written:  # a verifier writes its reward last: one killed after a reward file exists was cut short
-            return forged(extra, f"{killed} with {' and '.join(written)} already written: the reward is not the "
-                                 "verifier's last word")
+            return forged(
+                extra,
+                f"{killed} with {' and '.join(written)} already written: the reward is not the verifier's last word",
+            )
         return Grade(details=extra, infra_error=f"{killed}: no reward is read")
     kind = kinds.get("dir", ("missing", -1))[0]
     if kind not in ("dir", "missing"):
-        return Grade(details=extra, infra_error=f"the verifier's folder {verifier_dir} is a {kind}, "
-                                                "not a folder: no reward is read from it")
+        return Grade(
+            details=extra,
+            infra_error=f"the verifier's folder {verifier_dir} is a {kind}, not a folder: no reward is read from it",
+        )
     for name in REWARD_FILES:
         kind = kinds.get(name, ("missing", -1))[0]
         if name not in names and kind != "missing":
-            return forged(extra, f"{verifier_dir}/{name} exists, but the task's verifier writes only "
-                                 f"{' and '.join(names)}: not the verifier's write")
+            return forged(
+                extra,
+                f"{verifier_dir}/{name} exists, but the task's verifier writes only "
+                f"{' and '.join(names)}: not the verifier's write",
+            )
     for name in names:
         kind = kinds.get(name, ("missing", -1))[0]
         if kind not in ("file", "missing"):
-            return Grade(details=extra, infra_error=f"{verifier_dir}/{name} is a {kind}, not a regular "
-                                                    "file: no reward is read from it")
+            return Grade(
+                details=extra,
+                infra_error=f"{verifier_dir}/{name} is a {kind}, not a regular file: no reward is read from it",
+            )
     read: dict[str, tuple[float, dict[str, Any]]] = {}
     for name in names:
         kind, size = kinds.get(name, ("missing", -1))
         if kind != "file":
             continue
         if size > MAX_REWARD_BYTES:
-            return forged(extra, f"{verifier_dir}/{name} is {size} bytes (over {MAX_REWARD_BYTES}): "
-                                 "not a verifier's reward file")
+            return forged(
+                extra, f"{verifier_dir}/{name} is {size} bytes (over {MAX_REWARD_BYTES}): not a verifier's reward file"
+            )
         raw = _read_text(env, f"{verifier_dir}/{name}")
         if raw is None:
             continue
         if len(raw.encode()) > MAX_REWARD_BYTES:
-            return forged(extra, f"{verifier_dir}/{name} is over {MAX_REWARD_BYTES} bytes: not a verifier's "
-                                 "reward file")
+            return forged(
+                extra, f"{verifier_dir}/{name} is over {MAX_REWARD_BYTES} bytes: not a verifier's reward file"
+            )
         try:
             read[name] = _parse(name, raw)
         except ValueError as e:

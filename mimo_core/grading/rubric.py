@@ -71,8 +71,13 @@ def rubric_items(rubrics: list[str | dict[str, Any]]) -> list[RubricItem]:
     items = []
     for i, r in enumerate(rubrics, start=1):
         if isinstance(r, dict):
-            text = str(r.get("criterion") or r.get("rubric") or r.get("description") or r.get("text")
-                       or json.dumps(r, ensure_ascii=False))
+            text = str(
+                r.get("criterion")
+                or r.get("rubric")
+                or r.get("description")
+                or r.get("text")
+                or json.dumps(r, ensure_ascii=False)
+            )
             items.append(RubricItem(index=i, text=text, weight=float(r.get("weight", 1.0))))
         else:
             items.append(RubricItem(index=i, text=str(r)))
@@ -98,7 +103,7 @@ def _json_candidates(text: str) -> list[Any]:
             start, end = chunk.find(opener), chunk.rfind(closer)
             if start != -1 and end > start:
                 try:
-                    found.append(json.loads(chunk[start:end + 1]))
+                    found.append(json.loads(chunk[start : end + 1]))
                 except json.JSONDecodeError:
                     continue
     return found
@@ -166,8 +171,9 @@ def parse_verdict(text: str, items: list[RubricItem]) -> tuple[list[RubricScore]
             if value is None:
                 continue
             scores[item.index].score = min(1.0, max(0.0, value))
-            scores[item.index].reason = str(entry.get("reason", entry.get("explanation", ""))) \
-                if isinstance(entry, dict) else ""
+            scores[item.index].reason = (
+                str(entry.get("reason", entry.get("explanation", ""))) if isinstance(entry, dict) else ""
+            )
             got += 1
         if got:
             break

@@ -16,8 +16,16 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 PASSED, FAILED, ERRORED, MISSING = "passed", "failed", "errored", "missing"
-_STATUS = {"passed": PASSED, "pass": PASSED, "ok": PASSED, "success": PASSED, "xfail": PASSED,
-           "failed": FAILED, "fail": FAILED, "failure": FAILED}
+_STATUS = {
+    "passed": PASSED,
+    "pass": PASSED,
+    "ok": PASSED,
+    "success": PASSED,
+    "xfail": PASSED,
+    "failed": FAILED,
+    "fail": FAILED,
+    "failure": FAILED,
+}
 
 
 class OutcomeGroup(BaseModel):
@@ -79,8 +87,7 @@ def _match(test_id: str, outcomes: dict[str, str]) -> str | None:
     return next((name for name in outcomes if test_id.endswith(name) or name.endswith(test_id)), None)
 
 
-def summarise(f2p_ids: list[str], p2p_ids: list[str], outcomes: dict[str, str],
-              sources: list[str]) -> OutcomeSummary:
+def summarise(f2p_ids: list[str], p2p_ids: list[str], outcomes: dict[str, str], sources: list[str]) -> OutcomeSummary:
     summary = OutcomeSummary(source=sources)
     used: set[str] = set()
     for ids, group in ((f2p_ids, summary.f2p), (p2p_ids, summary.p2p)):

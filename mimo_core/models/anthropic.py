@@ -58,8 +58,11 @@ def messages_to_anthropic(messages: list[Message]) -> tuple[str | None, list[dic
 
 
 def tool_to_anthropic(t: ToolSchema) -> dict[str, Any]:
-    return {"name": t.name, "description": t.description,
-            "input_schema": t.parameters or {"type": "object", "properties": {}}}
+    return {
+        "name": t.name,
+        "description": t.description,
+        "input_schema": t.parameters or {"type": "object", "properties": {}},
+    }
 
 
 class AnthropicModel(ProtocolModel):
@@ -99,17 +102,23 @@ class AnthropicModel(ProtocolModel):
             elif kind == "tool_use":
                 raw = block.get("input")
                 args = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {})
-                calls.append(ToolCall(id=block.get("id") or f"toolu_{len(calls)}", name=block.get("name") or "",
-                                      arguments=args))
-        out.message = Message(role="assistant", content="".join(texts) if texts else None,
-                              tool_calls=calls or None, reasoning="\n".join(thoughts) if thoughts else None,
-                              provider_items=keep or None)
+                calls.append(
+                    ToolCall(id=block.get("id") or f"toolu_{len(calls)}", name=block.get("name") or "", arguments=args)
+                )
+        out.message = Message(
+            role="assistant",
+            content="".join(texts) if texts else None,
+            tool_calls=calls or None,
+            reasoning="\n".join(thoughts) if thoughts else None,
+            provider_items=keep or None,
+        )
         out.finish_reason = data.get("stop_reason")
         usage = data.get("usage") or {}
         cache_read = as_int(usage.get("cache_read_input_tokens"))
         prompt = as_int(usage.get("input_tokens")) + cache_read + as_int(usage.get("cache_creation_input_tokens"))
-        out.usage = Usage(prompt_tokens=prompt, completion_tokens=as_int(usage.get("output_tokens")),
-                          cached_tokens=cache_read)
+        out.usage = Usage(
+            prompt_tokens=prompt, completion_tokens=as_int(usage.get("output_tokens")), cached_tokens=cache_read
+        )
 
 
 def make_anthropic_model(cfg: ModelConfig) -> AnthropicModel:

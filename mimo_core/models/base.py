@@ -59,7 +59,8 @@ class Model(Protocol):
     name: str
     protocol: str
 
-    def query(self, messages: list[Message], tools: list[ToolSchema],
-              cancel: threading.Event | None = None) -> ModelResponse:
+    def query(
+        self, messages: list[Message], tools: list[ToolSchema], cancel: threading.Event | None = None
+    ) -> ModelResponse:
         """`cancel` set (Ctrl-C / SIGTERM) ends a call in flight with ModelInterrupted."""
         ...

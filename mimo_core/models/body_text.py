@@ -63,7 +63,7 @@ class BodyEncoder:
             out.sha1 = hashlib.sha1(out.encode()).hexdigest()
         else:
             h = hashed.state.copy()
-            h.update(("]" + "".join("," + p for p in parts[hashed_at + 1:]) + "}").encode())
+            h.update(("]" + "".join("," + p for p in parts[hashed_at + 1 :]) + "}").encode())
             out.sha1 = h.hexdigest()
         return out
 
@@ -82,7 +82,7 @@ class _HashState:
         on only when its whole list is among them and the text before the list has not changed."""
         if before is not None and before.n <= same and before.prefix == prefix and before.n:
             h = before.state.copy()
-            new = texts[before.n:]
+            new = texts[before.n :]
             if new:
                 h.update(("," + ",".join(new)).encode())
         else:
@@ -119,8 +119,12 @@ class WireLists:
 
     def build(self, messages: list[Any], protocol: str, convert: Any, flatten: bool = False) -> list[Any]:
         last = getattr(self._local, "last", None)
-        if (last is not None and last[0] == protocol and len(messages) >= len(last[1])
-                and all(map(operator.is_, last[1], messages))):
+        if (
+            last is not None
+            and last[0] == protocol
+            and len(messages) >= len(last[1])
+            and all(map(operator.is_, last[1], messages))
+        ):
             start, out = len(last[1]), list(last[2])
         else:
             start, out = 0, []

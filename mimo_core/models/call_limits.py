@@ -80,9 +80,13 @@ class BoundedTransport:
         transport = httpx.HTTPTransport(limits=limits)
         old = transport._pool
         transport._pool = httpcore.ConnectionPool(
-            ssl_context=old._ssl_context, max_connections=old._max_connections,
-            max_keepalive_connections=old._max_keepalive_connections, keepalive_expiry=old._keepalive_expiry,
-            http1=old._http1, http2=old._http2, network_backend=_backend_class(httpcore)(),
+            ssl_context=old._ssl_context,
+            max_connections=old._max_connections,
+            max_keepalive_connections=old._max_keepalive_connections,
+            keepalive_expiry=old._keepalive_expiry,
+            http1=old._http1,
+            http2=old._http2,
+            network_backend=_backend_class(httpcore)(),
         )
         return transport
 
@@ -119,8 +123,7 @@ def _backend_class(httpcore: Any) -> type:
         def close(self) -> None:
             self.inner.close()
 
-        def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                      timeout: float | None = None) -> Any:
+        def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
             return Stream(self.inner.start_tls(ssl_context, server_hostname, timeout))
 
         def get_extra_info(self, info: str) -> Any:
@@ -130,8 +133,14 @@ def _backend_class(httpcore: Any) -> type:
         def __init__(self) -> None:
             self.inner = httpcore.SyncBackend()
 
-        def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                        socket_options: Any = None) -> Any:
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> Any:
             return Stream(self.inner.connect_tcp(host, port, _capped(timeout), local_address, socket_options))
 
         def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:

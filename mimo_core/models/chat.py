@@ -54,15 +54,22 @@ class ChatModel(ProtocolModel):
         choice = choices[0]
         msg = choice.get("message") or {}
         calls = [
-            ToolCall(id=c.get("id") or f"call_{i}", name=(c.get("function") or {}).get("name") or "",
-                     arguments=(c.get("function") or {}).get("arguments") or "")
+            ToolCall(
+                id=c.get("id") or f"call_{i}",
+                name=(c.get("function") or {}).get("name") or "",
+                arguments=(c.get("function") or {}).get("arguments") or "",
+            )
             for i, c in enumerate(msg.get("tool_calls") or ())
         ]
         reasoning = msg.get("reasoning_content")
         if reasoning is None:
             reasoning = msg.get("reasoning")
-        out.message = Message(role="assistant", content=msg.get("content"), tool_calls=calls or None,
-                              reasoning=reasoning if isinstance(reasoning, str) else None)
+        out.message = Message(
+            role="assistant",
+            content=msg.get("content"),
+            tool_calls=calls or None,
+            reasoning=reasoning if isinstance(reasoning, str) else None,
+        )
         out.finish_reason = choice.get("finish_reason")
         usage = data.get("usage") or {}
         out.usage = Usage(
@@ -84,13 +91,17 @@ class ChatModel(ProtocolModel):
             prompt = self.client.post(f"{root}/apply-template", body=out.request, cast_to=object)["prompt"]
             want = out.usage.prompt_tokens
             for add_special in (False, True):
-                got = self.client.post(f"{root}/tokenize", cast_to=object, body={
-                    "content": prompt, "add_special": add_special, "parse_special": True})["tokens"]
+                got = self.client.post(
+                    f"{root}/tokenize",
+                    cast_to=object,
+                    body={"content": prompt, "add_special": add_special, "parse_special": True},
+                )["tokens"]
                 if len(got) == want:
                     out.response[PROMPT_IDS_KEY] = got
                     return
-            out.response[PROMPT_IDS_ERROR_KEY] = (f"llama.cpp /tokenize gave {len(got)} prompt tokens, the reply "
-                                                  f"counted {want}: prompt ids left out")
+            out.response[PROMPT_IDS_ERROR_KEY] = (
+                f"llama.cpp /tokenize gave {len(got)} prompt tokens, the reply counted {want}: prompt ids left out"
+            )
         except Exception as e:  # an older server without these endpoints: the ids are just absent
             out.response[PROMPT_IDS_ERROR_KEY] = f"llama.cpp /apply-template + /tokenize failed: {type(e).__name__}"
 

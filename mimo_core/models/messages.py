@@ -64,11 +64,19 @@ class Message(BaseModel):
     @classmethod
     def from_openai(cls, data: dict[str, Any]) -> Message:
         """The inverse of `to_openai()`: a message as traj.json stores it."""
-        calls = [ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
-                 for c in data.get("tool_calls") or []]
-        return cls(role=data["role"], content=data.get("content"), tool_calls=calls or None,
-                   tool_call_id=data.get("tool_call_id"), name=data.get("name"),
-                   reasoning=data.get("reasoning_content"), provider_items=data.get("provider_items"))
+        calls = [
+            ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
+            for c in data.get("tool_calls") or []
+        ]
+        return cls(
+            role=data["role"],
+            content=data.get("content"),
+            tool_calls=calls or None,
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            reasoning=data.get("reasoning_content"),
+            provider_items=data.get("provider_items"),
+        )
 
 
 class ToolSchema(BaseModel):

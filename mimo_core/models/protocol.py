@@ -28,10 +28,20 @@ from mimo_core.models.secrets import client_secrets, scrub
 from mimo_core.models.tool_args import tool_choice_for
 
 # Keys that configure the SDK client rather than the request body (and never enter `request`).
-CLIENT_KEYS = frozenset({
-    "base_url", "api_key", "timeout", "default_headers", "default_query", "organization", "project",
-    "auth_token", "http_client", "websocket_base_url",
-})
+CLIENT_KEYS = frozenset(
+    {
+        "base_url",
+        "api_key",
+        "timeout",
+        "default_headers",
+        "default_query",
+        "organization",
+        "project",
+        "auth_token",
+        "http_client",
+        "websocket_base_url",
+    }
+)
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -53,8 +63,9 @@ def compute_cost(usage: Usage, pricing: PricingConfig | None) -> float:
         return 0.0
     cached_price = pricing.cached_input if pricing.cached_input is not None else pricing.input
     uncached = max(usage.prompt_tokens - usage.cached_tokens, 0)
-    return (uncached * pricing.input + usage.cached_tokens * cached_price
-            + usage.completion_tokens * pricing.output) / 1e6
+    return (
+        uncached * pricing.input + usage.cached_tokens * cached_price + usage.completion_tokens * pricing.output
+    ) / 1e6
 
 
 def as_int(value: Any) -> int:
@@ -75,8 +86,10 @@ class ProtocolModel:
             cap = request_kwargs.pop("max_output_tokens")
             request_kwargs.setdefault(self.output_cap_key, cap)
         if "tool_choice" in request_kwargs:
-            request_kwargs = {**request_kwargs,
-                              "tool_choice": tool_choice_for(self.protocol, request_kwargs["tool_choice"])}
+            request_kwargs = {
+                **request_kwargs,
+                "tool_choice": tool_choice_for(self.protocol, request_kwargs["tool_choice"]),
+            }
         self.cfg = cfg
         self.name = cfg.model_name
         self.body_encoder = BodyEncoder()
@@ -122,22 +135,37 @@ class ProtocolModel:
         except Cancelled:
             raise ModelInterrupted(f"model {self.name}: interrupted during a call") from None
 
-    def query(self, messages: list[Message], tools: list[ToolSchema],
-              cancel: threading.Event | None = None) -> ModelResponse:
+    def query(
+        self, messages: list[Message], tools: list[ToolSchema], cancel: threading.Event | None = None
+    ) -> ModelResponse:
         body = self.build_body(messages, tools)
         text = self.body_encoder.encode(body)
         payload = text.encode()
         start = time.perf_counter()
         try:
-            data, attempts = call_with_retry(lambda: self._post_interruptibly(payload, cancel), self.cfg.retry,
-                                             self.name, secrets=self.secrets, cancel=cancel)
+            data, attempts = call_with_retry(
+                lambda: self._post_interruptibly(payload, cancel),
+                self.cfg.retry,
+                self.name,
+                secrets=self.secrets,
+                cancel=cancel,
+            )
         except ModelError as e:
             e.request, e.request_json = body, text
             raise
         out = ModelResponse.model_construct(
-            message=Message(role="assistant"), usage=Usage(), latency_s=time.perf_counter() - start,
-            cost=0.0, attempts=attempts, finish_reason=None, token_ids=None, prompt_token_ids=None,
-            logprobs=None, request=body, response=data, request_json=text,
+            message=Message(role="assistant"),
+            usage=Usage(),
+            latency_s=time.perf_counter() - start,
+            cost=0.0,
+            attempts=attempts,
+            finish_reason=None,
+            token_ids=None,
+            prompt_token_ids=None,
+            logprobs=None,
+            request=body,
+            response=data,
+            request_json=text,
         )
         self.parse(data, out)
         out.cost = compute_cost(out.usage, self.cfg.pricing)

@@ -25,8 +25,14 @@ def message_items(m: Message) -> list[dict[str, Any]]:
         if m.content:
             items.append({"role": "assistant", "content": m.content})
         for c in m.tool_calls or ():
-            items.append({"type": "function_call", "call_id": c.id, "name": c.name,
-                          "arguments": canonical_arguments(c.arguments)})
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": c.id,
+                    "name": c.name,
+                    "arguments": canonical_arguments(c.arguments),
+                }
+            )
         return items
     return [{"role": m.role, "content": m.content or ""}]
 
@@ -47,8 +53,10 @@ class ResponsesModel(ProtocolModel):
         super().__init__(cfg, client, request_kwargs)
 
     def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.name,
-                                "input": self.wire_lists.build(messages, "responses", message_items, flatten=True)}
+        body: dict[str, Any] = {
+            "model": self.name,
+            "input": self.wire_lists.build(messages, "responses", message_items, flatten=True),
+        }
         if tools:
             body["tools"] = [tool_to_responses(t) for t in tools]
         body.update(self.request_kwargs)
@@ -80,11 +88,20 @@ class ResponsesModel(ProtocolModel):
                     elif part.get("type") == "refusal":
                         texts.append(part.get("refusal") or "")
             elif kind == "function_call":
-                calls.append(ToolCall(id=item.get("call_id") or item.get("id") or f"call_{len(calls)}",
-                                      name=item.get("name") or "", arguments=item.get("arguments") or ""))
-        out.message = Message(role="assistant", content="".join(texts) if texts else None,
-                              tool_calls=calls or None, reasoning="\n".join(thoughts) if thoughts else None,
-                              provider_items=reasoning_items or None)
+                calls.append(
+                    ToolCall(
+                        id=item.get("call_id") or item.get("id") or f"call_{len(calls)}",
+                        name=item.get("name") or "",
+                        arguments=item.get("arguments") or "",
+                    )
+                )
+        out.message = Message(
+            role="assistant",
+            content="".join(texts) if texts else None,
+            tool_calls=calls or None,
+            reasoning="\n".join(thoughts) if thoughts else None,
+            provider_items=reasoning_items or None,
+        )
         status = data.get("status")
         reason = (data.get("incomplete_details") or {}).get("reason")
         out.finish_reason = f"{status}:{reason}" if reason else status

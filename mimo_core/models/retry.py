@@ -84,8 +84,11 @@ def server_message(exc: BaseException) -> str:
         if isinstance(err, str):
             return err
         if body.get("detail"):
-            return json.dumps(body["detail"], ensure_ascii=False) if not isinstance(body["detail"], str) \
+            return (
+                json.dumps(body["detail"], ensure_ascii=False)
+                if not isinstance(body["detail"], str)
                 else body["detail"]
+            )
     return str(exc)
 
 
@@ -93,9 +96,14 @@ def error_body(exc: BaseException, secrets: tuple[str, ...] = ()) -> dict[str, A
     """What a failing call's record keeps as its response: status and the server's body, scrubbed."""
     body = getattr(exc, "body", None)
     text = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False, default=str)
-    return {"error": {"status": _status(exc), "type": type(exc).__name__,
-                      "message": _short(scrub(str(exc), secrets), 2000),
-                      "body": _short(scrub(text, secrets), 20000) if body is not None else None}}
+    return {
+        "error": {
+            "status": _status(exc),
+            "type": type(exc).__name__,
+            "message": _short(scrub(str(exc), secrets), 2000),
+            "body": _short(scrub(text, secrets), 20000) if body is not None else None,
+        }
+    }
 
 
 def _short(text: str, limit: int = 500) -> str:
@@ -145,7 +153,8 @@ def classify(exc: BaseException, model: str, secrets: tuple[str, ...] = ()) -> M
     if status in (404, 405):
         return ModelEndpointError(
             f"model {model}: no such endpoint or model (HTTP {status}); check model.model_kwargs.base_url and "
-            f"model.model_name: {short}")
+            f"model.model_name: {short}"
+        )
     if status >= 400 and _VALIDATION_WORDING.search(text):
         said = _short(scrub(server_message(exc), secrets))
         return ModelBadRequestError(f"model {model}: the server rejected the request body (HTTP {status}): {said}")
@@ -164,9 +173,14 @@ def backoff(attempt: int, cfg: RetryConfig) -> float:
     return random.uniform(0.0, min(cfg.max_delay, cfg.initial_delay * (2 ** (attempt - 1))))
 
 
-def call_with_retry(fn: Callable[[], T], cfg: RetryConfig, model: str,
-                    sleep: Callable[[float], None] = time.sleep, secrets: tuple[str, ...] = (),
-                    cancel: threading.Event | None = None) -> tuple[T, int]:
+def call_with_retry(
+    fn: Callable[[], T],
+    cfg: RetryConfig,
+    model: str,
+    sleep: Callable[[float], None] = time.sleep,
+    secrets: tuple[str, ...] = (),
+    cancel: threading.Event | None = None,
+) -> tuple[T, int]:
     """Run `fn` until it succeeds; return (result, attempts). Raises a ModelError subclass otherwise;
     `ModelInterrupted` as soon as `cancel` is set (the wait between attempts is cut short too)."""
     attempts = max(cfg.max_attempts, 1)
@@ -192,8 +206,9 @@ def call_with_retry(fn: Callable[[], T], cfg: RetryConfig, model: str,
     status = _status(last) if last is not None else None
     what = f"HTTP {status}" if status is not None else type(last).__name__
     cause = f" ({last.__cause__})" if last is not None and last.__cause__ is not None else ""
-    err = ModelRetriesExhausted(scrub(f"model {model}: gave up after {attempts} attempts (last: {what}: {last}{cause})",
-                                      secrets))
+    err = ModelRetriesExhausted(
+        scrub(f"model {model}: gave up after {attempts} attempts (last: {what}: {last}{cause})", secrets)
+    )
     if last is not None:
         err.response = error_body(last, secrets)
     raise err from None

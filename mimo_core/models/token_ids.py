@@ -29,8 +29,11 @@ PROMPT_IDS_ERROR_KEY = "_prompt_token_ids_error"
 # the fields of the others: vLLM (return_token_ids, return_tokens_as_token_ids), SGLang
 # (return_prompt_token_ids, return_token_ids, return_meta_info), llama.cpp (logprobs: ids per token).
 TOKEN_ID_KWARGS: dict[str, Any] = {
-    "logprobs": True, "return_tokens_as_token_ids": True, "return_token_ids": True,
-    "return_prompt_token_ids": True, "return_meta_info": True,
+    "logprobs": True,
+    "return_tokens_as_token_ids": True,
+    "return_token_ids": True,
+    "return_prompt_token_ids": True,
+    "return_meta_info": True,
 }
 
 
@@ -44,8 +47,11 @@ class TokenFields:
 
     def missing(self) -> list[str]:
         """The pieces a training row needs that this reply lacks."""
-        return [name for name, v in (("prompt token ids", self.prompt_ids),
-                                     ("completion token ids", self.completion_ids)) if v is None]
+        return [
+            name
+            for name, v in (("prompt token ids", self.prompt_ids), ("completion token ids", self.completion_ids))
+            if v is None
+        ]
 
 
 def _ints(value: Any) -> list[int] | None:
@@ -105,19 +111,23 @@ def token_fields(data: dict[str, Any]) -> TokenFields:
     if out.logprobs is None and sg_lps is not None:
         out.logprobs = sg_lps
 
-    for ids, server in ((_ints(choice.get("token_ids")), "sglang" if meta or "prompt_token_ids" in choice else "vllm"),
-                        (sg_ids, "sglang"),
-                        (_ints(choice.get("output_ids")) or _ints(data.get("output_ids")), "sglang"),
-                        (_from_entry_ids(entries) if entries else None, "llama.cpp"),
-                        (_from_vllm_tokens(entries) if entries else None, "vllm")):
+    for ids, server in (
+        (_ints(choice.get("token_ids")), "sglang" if meta or "prompt_token_ids" in choice else "vllm"),
+        (sg_ids, "sglang"),
+        (_ints(choice.get("output_ids")) or _ints(data.get("output_ids")), "sglang"),
+        (_from_entry_ids(entries) if entries else None, "llama.cpp"),
+        (_from_vllm_tokens(entries) if entries else None, "vllm"),
+    ):
         if ids is not None:
             out.completion_ids, out.server = ids, server
             break
 
-    for ids, server in ((_ints(data.get("prompt_token_ids")), "vllm"),
-                        (_ints(choice.get("prompt_token_ids")), "sglang"),
-                        (_ints(meta.get("prompt_token_ids")), "sglang"),
-                        (_ints(data.get(PROMPT_IDS_KEY)), "llama.cpp")):
+    for ids, server in (
+        (_ints(data.get("prompt_token_ids")), "vllm"),
+        (_ints(choice.get("prompt_token_ids")), "sglang"),
+        (_ints(meta.get("prompt_token_ids")), "sglang"),
+        (_ints(data.get(PROMPT_IDS_KEY)), "llama.cpp"),
+    ):
         if ids is not None:
             out.prompt_ids = ids
             out.server = out.server or server
@@ -127,6 +137,8 @@ def token_fields(data: dict[str, Any]) -> TokenFields:
             out.prompt_error = data[PROMPT_IDS_ERROR_KEY]
         elif is_llama_cpp(data):
             out.server = out.server or "llama.cpp"
-            out.prompt_error = ("llama.cpp returns no prompt token ids; with model.return_token_ids: true "
-                                "mimoagent asks its /tokenize for them")
+            out.prompt_error = (
+                "llama.cpp returns no prompt token ids; with model.return_token_ids: true "
+                "mimoagent asks its /tokenize for them"
+            )
     return out

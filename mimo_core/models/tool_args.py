@@ -66,6 +66,9 @@ def tool_choice_for(protocol: str, value: Any) -> Any:
             return {"type": value}
         return {"type": "any"} if value == "required" else value
     if name is not None:
-        return {"type": "function", "name": name} if protocol == "responses" else \
-            {"type": "function", "function": {"name": name}}
+        return (
+            {"type": "function", "name": name}
+            if protocol == "responses"
+            else {"type": "function", "function": {"name": name}}
+        )
     return value

@@ -145,8 +145,9 @@ class StepWriter:
         self._redacted = False  # a line lost a secret: rebuilt requests differ from the bytes sent from then on
         self._lock = threading.Lock()
 
-    def record(self, step: int, request: dict[str, Any], response: dict[str, Any],
-               request_json: str | None = None) -> None:
+    def record(
+        self, step: int, request: dict[str, Any], response: dict[str, Any], request_json: str | None = None
+    ) -> None:
         """`request_json`: the request exactly as sent, when the caller has it (its hash is recorded:
         a models.body_text.SentBody brings it along, computed as the body was built); without it (a CLI
         agent's proxy hands over the parsed body) the hash is of its compact encoding."""
@@ -178,7 +179,7 @@ class StepWriter:
                 _drop_torn_tail(fd)
             view = memoryview(line)
             while view:  # one write in practice; a short write (a full disk) is finished or raises
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         self._prev, self._prev_step = request, step
@@ -219,8 +220,10 @@ def _step_record(where: str, data: Any) -> _Raw:
         raise AgentMsgsError(f"{where}: not a step record (no integer `step`)")
     version = data.get("schema_version", STEPS_SCHEMA_VERSION)
     if version not in STEPS_READS:
-        raise AgentMsgsError(f"{where}: agent_msgs schema_version {version!r} was written by a newer mimoagent "
-                             f"(this one reads {', '.join(STEPS_READS)})")
+        raise AgentMsgsError(
+            f"{where}: agent_msgs schema_version {version!r} was written by a newer mimoagent "
+            f"(this one reads {', '.join(STEPS_READS)})"
+        )
     return _Raw(where, data)
 
 
@@ -277,8 +280,10 @@ def _rebuilt(records: list[_Raw]) -> Iterator[tuple[_Raw, dict[str, Any]]]:
             prev = data.get("prev")
             base = known.get(prev) if isinstance(prev, int) and prev < data["step"] else None
             if base is None or "request_delta" not in data:
-                raise AgentMsgsError(f"{raw.where}: step {data['step']} is neither a whole request nor a "
-                                     f"delta from an earlier step ({prev!r})")
+                raise AgentMsgsError(
+                    f"{raw.where}: step {data['step']} is neither a whole request nor a "
+                    f"delta from an earlier step ({prev!r})"
+                )
             request = apply_delta(base, data["request_delta"])
             wanted[prev] -= 1
             if wanted[prev] <= 0:

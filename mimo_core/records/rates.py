@@ -72,8 +72,14 @@ class Counts:
 
     def as_dict(self) -> dict[str, int | float | None]:
         """Keyed by identifier, in the order they are shown."""
-        return {ATTEMPTED: self.attempted, ERRORS: self.errors, GRADED: self.graded, PASSED: self.passed,
-                PASS_RATE_OF_GRADED: self.pass_rate_of_graded, PASS_RATE_OF_ATTEMPTED: self.pass_rate_of_attempted}
+        return {
+            ATTEMPTED: self.attempted,
+            ERRORS: self.errors,
+            GRADED: self.graded,
+            PASSED: self.passed,
+            PASS_RATE_OF_GRADED: self.pass_rate_of_graded,
+            PASS_RATE_OF_ATTEMPTED: self.pass_rate_of_attempted,
+        }
 
 
 def counts(records: Iterable[ResultRecord]) -> Counts:

@@ -114,7 +114,8 @@ def parse_record(line: str | bytes, where: str) -> ResultRecord:
         if version not in RESULTS_READS:
             raise UnknownSchemaError(
                 f"{where}: results schema_version {version!r} was written by a newer mimoagent (this one reads "
-                f"{', '.join(RESULTS_READS)}): upgrade mimoagent, or write to another output folder") from None
+                f"{', '.join(RESULTS_READS)}): upgrade mimoagent, or write to another output folder"
+            ) from None
         raise
 
 
@@ -198,8 +199,10 @@ class ResultsStore:
             aside = None
             if bad:
                 aside = self.path.with_name(f"{RESULTS_FILE}.torn-{time.strftime('%Y%m%d-%H%M%S')}")
-                note = (f"# {len(bad)} line(s) of {self.path} that were not complete records, moved aside on "
-                        f"{time.strftime('%Y-%m-%d %H:%M:%S')}; the rollouts they belonged to are redone.\n")
+                note = (
+                    f"# {len(bad)} line(s) of {self.path} that were not complete records, moved aside on "
+                    f"{time.strftime('%Y-%m-%d %H:%M:%S')}; the rollouts they belonged to are redone.\n"
+                )
                 atomic_write_text(aside, note + b"\n".join(bad).decode("utf-8", "replace") + "\n")
             atomic_write_text(self.path, b"".join(line + b"\n" for line in good).decode())
             _key_index.pop(self.path.resolve(), None)
@@ -211,8 +214,11 @@ class ResultsStore:
         trajectory is on disk (a record whose folder was lost, e.g. to a crash mid-swap during a redo,
         is done again)."""
         fingerprints = fingerprints or {}
-        return {k: r for k, r in self.load().items()
-                if r.is_finished(fingerprints.get(k)) and (self.dir / r.output_dir / "traj.json").exists()}
+        return {
+            k: r
+            for k, r in self.load().items()
+            if r.is_finished(fingerprints.get(k)) and (self.dir / r.output_dir / "traj.json").exists()
+        }
 
     def put(self, record: ResultRecord) -> None:
         """Append a new key with one write; replace an existing key by rewriting the file atomically."""

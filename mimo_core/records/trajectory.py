@@ -86,9 +86,20 @@ class Trajectory(BaseModel):
 
     @classmethod
     def for_rollout(
-        cls, *, task: Task, run_id: str, config_name: str, rollout_index: int, agent_type: str,
-        model: ModelInfo | None, agent: AgentResult | None, exit_status: ExitStatus, error: str | None,
-        submission: str | None, timings: Timings, config: dict[str, Any],
+        cls,
+        *,
+        task: Task,
+        run_id: str,
+        config_name: str,
+        rollout_index: int,
+        agent_type: str,
+        model: ModelInfo | None,
+        agent: AgentResult | None,
+        exit_status: ExitStatus,
+        error: str | None,
+        submission: str | None,
+        timings: Timings,
+        config: dict[str, Any],
         containment_events: list[ContainmentEvent] | None = None,
     ) -> Trajectory:
         """The one way a trajectory is built, for the agent's rollout and for the judge alike.
@@ -96,15 +107,35 @@ class Trajectory(BaseModel):
         `config` must already be redacted."""
         from mimo_core.version import __version__
 
-        ran = {} if agent is None else {
-            "tools": agent.tools, "messages": agent.messages, "calls": agent.calls, "steps": agent.steps,
-            "usage": agent.usage, "cost": agent.cost, "agent_exit_status": agent.exit_status,
-        }
+        ran = (
+            {}
+            if agent is None
+            else {
+                "tools": agent.tools,
+                "messages": agent.messages,
+                "calls": agent.calls,
+                "steps": agent.steps,
+                "usage": agent.usage,
+                "cost": agent.cost,
+                "agent_exit_status": agent.exit_status,
+            }
+        )
         return cls(
-            framework_version=__version__, run_id=run_id, instance_id=task.instance_id,
-            dataset_type=task.dataset_type, config_name=config_name, rollout_index=rollout_index,
-            agent_type=agent_type, model=model, exit_status=exit_status, error=error, submission=submission,
-            timings=timings, config=config, containment_events=containment_events or [], **ran,
+            framework_version=__version__,
+            run_id=run_id,
+            instance_id=task.instance_id,
+            dataset_type=task.dataset_type,
+            config_name=config_name,
+            rollout_index=rollout_index,
+            agent_type=agent_type,
+            model=model,
+            exit_status=exit_status,
+            error=error,
+            submission=submission,
+            timings=timings,
+            config=config,
+            containment_events=containment_events or [],
+            **ran,
         )
 
 
@@ -121,8 +152,9 @@ def _upgrade(data: dict[str, Any], path: Path) -> dict[str, Any]:
         data = {**data, "schema_version": SCHEMA_VERSION}
         version = SCHEMA_VERSION
     if version != SCHEMA_VERSION:
-        raise ValueError(f"{path}: unknown trajectory schema_version {version!r} (this code reads 1.0, 1.1 "
-                         f"and {SCHEMA_VERSION})")
+        raise ValueError(
+            f"{path}: unknown trajectory schema_version {version!r} (this code reads 1.0, 1.1 and {SCHEMA_VERSION})"
+        )
     return data
 
 
@@ -136,8 +168,11 @@ def _upgrade_unversioned_judge(data: dict[str, Any], path: Path) -> dict[str, An
         pass
     rollout = path.parent.parent
     return {
-        **data, "schema_version": "1.0", "model": {"name": data.get("model") or "", "protocol": "unknown"},
-        "framework_version": parent.get("framework_version", "unknown"), "run_id": parent.get("run_id", ""),
+        **data,
+        "schema_version": "1.0",
+        "model": {"name": data.get("model") or "", "protocol": "unknown"},
+        "framework_version": parent.get("framework_version", "unknown"),
+        "run_id": parent.get("run_id", ""),
         "instance_id": parent.get("instance_id", rollout.parent.parent.name),
         "dataset_type": parent.get("dataset_type", "unknown"),
         "config_name": parent.get("config_name", rollout.parent.name),

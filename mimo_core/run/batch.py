@@ -19,8 +19,11 @@ if TYPE_CHECKING:
 
 
 def run_jobs(
-    jobs: list[RolloutJob], workers: int = 1, on_result: Callable[[ResultRecord], None] | None = None,
-    cancel: threading.Event | None = None, ray: RayOptions | None = None,
+    jobs: list[RolloutJob],
+    workers: int = 1,
+    on_result: Callable[[ResultRecord], None] | None = None,
+    cancel: threading.Event | None = None,
+    ray: RayOptions | None = None,
 ) -> list[ResultRecord]:
     """Run jobs on a thread pool, or with `ray` on a Ray cluster (`mimo_core.run.ray`). On Ctrl-C,
     running rollouts stop at their next step (status `interrupted`; on Ray: cancelled, no record) and

@@ -79,5 +79,6 @@ def check_workdir(env: Environment) -> None:
     except SandboxError:
         return  # the sandbox itself is gone: an infrastructure failure after all
     if probe.returncode != 0 and not probe.timed_out:
-        raise WorkdirDestroyed(f"the agent removed or emptied its own working directory ({env.spec.cwd}); "
-                               "nothing to grade")
+        raise WorkdirDestroyed(
+            f"the agent removed or emptied its own working directory ({env.spec.cwd}); nothing to grade"
+        )

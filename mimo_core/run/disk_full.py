@@ -31,8 +31,10 @@ def is_disk_full(exc: BaseException | None) -> bool:
 
 def disk_full(exc: BaseException, where: str) -> DiskFull:
     path = getattr(exc, "filename", None)
-    return DiskFull(f"no space left on the device{f' writing {path}' if path else ''} ({where}): stopped "
-                    "starting rollouts; finished ones are kept, free some space and rerun the command to resume")
+    return DiskFull(
+        f"no space left on the device{f' writing {path}' if path else ''} ({where}): stopped "
+        "starting rollouts; finished ones are kept, free some space and rerun the command to resume"
+    )
 
 
 def low_water(job: object) -> DiskFull | None:
@@ -59,7 +61,9 @@ def low_water(job: object) -> DiskFull | None:
         except OSError:
             continue
         if free < floor:
-            return DiskFull(f"the host's free space at {place} is {free >> 20} MB, below the low-water mark "
-                            f"(environment.host_min_free_mb: {env.host_min_free_mb}): stopped starting rollouts; "
-                            "finished ones are kept, free some space and rerun the command to resume")
+            return DiskFull(
+                f"the host's free space at {place} is {free >> 20} MB, below the low-water mark "
+                f"(environment.host_min_free_mb: {env.host_min_free_mb}): stopped starting rollouts; "
+                "finished ones are kept, free some space and rerun the command to resume"
+            )
     return None

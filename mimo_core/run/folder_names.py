@@ -33,8 +33,13 @@ def folder_name(text: str) -> str:
     """`text` itself when it is a safe, short name that cannot be mistaken for another's; else its
     sanitised head and a hash of the raw text."""
     clean = legacy_folder_name(text)
-    if (clean == text and len(text) <= MAX_NAME and not _HASHED.search(text)
-            and text.lower() not in RESERVED and not text.lower().startswith("results.jsonl")):
+    if (
+        clean == text
+        and len(text) <= MAX_NAME
+        and not _HASHED.search(text)
+        and text.lower() not in RESERVED
+        and not text.lower().startswith("results.jsonl")
+    ):
         return text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return f"{clean[:_KEPT]}-{digest}"

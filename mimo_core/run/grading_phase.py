@@ -43,17 +43,20 @@ def begin_grading(env: Environment, dtype: DatasetType, task: Task, rec: Rollout
         return
     alive = begin()
     if alive:
-        rec.containment.add("lingering_processes", f"{alive} process(es) still running when the agent finished; "
-                                                   "killed before grading")
+        rec.containment.add(
+            "lingering_processes", f"{alive} process(es) still running when the agent finished; killed before grading"
+        )
     planted = dtype.prepare_grading(env, task)
     if planted:
         rec.containment.add("planted_files", "found where only the verifier writes, removed: " + ", ".join(planted))
     found = put_back(env, dtype, task)
     for f in found:
         rec.containment.add(f.kind, f.detail)  # type: ignore[arg-type]
-    rec.log(f"grading: {alive} process(es) of the agent killed; verifier folders fresh"
-            + (f"; removed {len(planted)} planted file(s)" if planted else "")
-            + "".join(f"; {f.kind}: {f.detail}" for f in found))
+    rec.log(
+        f"grading: {alive} process(es) of the agent killed; verifier folders fresh"
+        + (f"; removed {len(planted)} planted file(s)" if planted else "")
+        + "".join(f"; {f.kind}: {f.detail}" for f in found)
+    )
 
 
 def mark_baseline(env: Environment) -> None:
@@ -74,8 +77,12 @@ def put_back(env: Environment, dtype: DatasetType, task: Task) -> list[Finding]:
         changed = discard(keep)
         if changed:
             shown = ", ".join(changed[:12]) + (f" and {len(changed) - 12} more" if len(changed) > 12 else "")
-            found.append(Finding(kind="system_files", detail=f"{len(changed)} path(s) outside the repository "
-                                                             f"changed, put back before grading: {shown}"))
+            found.append(
+                Finding(
+                    kind="system_files",
+                    detail=f"{len(changed)} path(s) outside the repository changed, put back before grading: {shown}",
+                )
+            )
             getattr(dtype, "tamper_findings", []).extend(found)
     secure = getattr(dtype, "secure_repository", None)
     if secure is not None:
@@ -84,8 +91,14 @@ def put_back(env: Environment, dtype: DatasetType, task: Task) -> list[Finding]:
 
 
 def grade_rollout(
-    job: Any, dtype: DatasetType, env: Environment, submission: str | None, new_env: EnvFactory,
-    rec: RolloutFiles, cancel: threading.Event | None, reference: Reference,
+    job: Any,
+    dtype: DatasetType,
+    env: Environment,
+    submission: str | None,
+    new_env: EnvFactory,
+    rec: RolloutFiles,
+    cancel: threading.Event | None,
+    reference: Reference,
 ) -> Grade:
     """The verifier's verdict, then what grading found (void verdicts and the tamper policy), then whose
     fault a grading failure is (`blame`)."""
@@ -103,8 +116,10 @@ def grade_rollout(
     earlier = _unique(getattr(dtype, "tamper_findings", []))
     grade = apply_policy(grade, earlier + grade.findings, job.config.config.grading.tamper)
     grade = blame(job, grade, rec, cancel, reference)
-    rec.log(f"graded: reward={grade.reward} passed={grade.passed}"
-            + (f" infra_error={grade.infra_error}" if grade.infra_error else ""))
+    rec.log(
+        f"graded: reward={grade.reward} passed={grade.passed}"
+        + (f" infra_error={grade.infra_error}" if grade.infra_error else "")
+    )
     return grade
 
 
@@ -129,9 +144,14 @@ def blame(job: Any, grade: Grade, rec: RolloutFiles, cancel: threading.Event | N
     if not grade.infra_error or job.recalc is not None or (cancel is not None and cancel.is_set()):
         return grade
     verdict = reference()
-    rec.log(f"grading failed ({grade.infra_error}); the reference solution in the same image: "
-            + {True: "grades cleanly: the agent's 0", False: "fails too: an infrastructure error",
-               None: "cannot be graded (no reference solution): an infrastructure error"}[verdict])
+    rec.log(
+        f"grading failed ({grade.infra_error}); the reference solution in the same image: "
+        + {
+            True: "grades cleanly: the agent's 0",
+            False: "fails too: an infrastructure error",
+            None: "cannot be graded (no reference solution): an infrastructure error",
+        }[verdict]
+    )
     grade.details["reference_check"] = {True: "clean", False: "failed", None: "unavailable"}[verdict]
     if verdict is not True:
         return grade
@@ -139,8 +159,9 @@ def blame(job: Any, grade: Grade, rec: RolloutFiles, cancel: threading.Event | N
     return grade.model_copy(update={"reward": 0.0, "passed": False, "infra_error": None, "details": details})
 
 
-def judge_rollout(job: Any, env: Environment, submission: str | None, rollout_dir: Path,
-                  rec: RolloutFiles) -> JudgeResult | None:
+def judge_rollout(
+    job: Any, env: Environment, submission: str | None, rollout_dir: Path, rec: RolloutFiles
+) -> JudgeResult | None:
     """The rubric judge, after the verdict (it cannot change it), on a read-only view where there is one."""
     judge_cfg = job.config.config.environment.judge_agent
     if judge_cfg is None or job.task.rubric is None or not job.task.rubric.rubrics:
@@ -149,12 +170,26 @@ def judge_rollout(job: Any, env: Environment, submission: str | None, rollout_di
 
     view_of = getattr(env, "read_only_view", None)
     view = view_of() if view_of is not None else None
-    rec.log("judge: scoring rubrics " + ("in a read-only view of the final state" if view is not None
-                                         else "with read-only file tools (no shell on this backend)"))
+    rec.log(
+        "judge: scoring rubrics "
+        + (
+            "in a read-only view of the final state"
+            if view is not None
+            else "with read-only file tools (no shell on this backend)"
+        )
+    )
     try:
-        return run_judge(judge_cfg, job.task, view or env, rollout_dir / "judge", run_id=job.run_id,
-                         config_name=job.config.name, rollout_index=job.rollout_index, shell=view is not None,
-                         submission=submission or "")
+        return run_judge(
+            judge_cfg,
+            job.task,
+            view or env,
+            rollout_dir / "judge",
+            run_id=job.run_id,
+            config_name=job.config.name,
+            rollout_index=job.rollout_index,
+            shell=view is not None,
+            submission=submission or "",
+        )
     finally:
         if view is not None:
             view.stop()

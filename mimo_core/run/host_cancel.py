@@ -70,12 +70,15 @@ def copy_tree(src: Path | str, dest: Path | str) -> None:
 def run_stoppable(argv: list[str], what: str, **popen: object) -> subprocess.CompletedProcess[bytes]:
     """`subprocess.run(argv, capture_output=True)`, killed (its whole process group) when the run stops."""
     check_stop(what)
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                          **popen) as proc:  # type: ignore[call-overload]
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **popen
+    ) as proc:  # type: ignore[call-overload]
         out: list[bytes] = []
         err: list[bytes] = []
-        readers = [threading.Thread(target=lambda s=s, b=b: b.append(s.read()), daemon=True)
-                   for s, b in ((proc.stdout, out), (proc.stderr, err))]
+        readers = [
+            threading.Thread(target=lambda s=s, b=b: b.append(s.read()), daemon=True)
+            for s, b in ((proc.stdout, out), (proc.stderr, err))
+        ]
         for r in readers:
             r.start()
         while True:

@@ -25,8 +25,11 @@ def folder_signature(folder: str) -> str | None:
             for name in sorted(files):
                 path = os.path.join(top, name)
                 st = os.lstat(path)
-                digest.update(f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode(
-                    "utf-8", "surrogateescape"))
+                digest.update(
+                    f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode(
+                        "utf-8", "surrogateescape"
+                    )
+                )
     except OSError:
         return None
     return digest.hexdigest()[:16]

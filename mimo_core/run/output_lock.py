@@ -39,8 +39,7 @@ def _describe(holder: dict[str, object]) -> str:
     if not holder:
         return "another mimoagent process"
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(holder.get("started", 0) or 0)))
-    return (f"mimoagent pid {holder.get('pid')} on host {holder.get('host')} (run {holder.get('run_id')}, "
-            f"since {since})")
+    return f"mimoagent pid {holder.get('pid')} on host {holder.get('host')} (run {holder.get('run_id')}, since {since})"
 
 
 def _lock_folder(output: Path) -> int | None:
@@ -71,8 +70,10 @@ def output_lock(output: Path, run_id: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             folder_fd = _lock_folder(output)
         except BlockingIOError:
-            raise OutputLocked(f"-o {output}: in use by {_describe(_holder(path))}; wait for it to finish "
-                               "or choose another output folder") from None
+            raise OutputLocked(
+                f"-o {output}: in use by {_describe(_holder(path))}; wait for it to finish "
+                "or choose another output folder"
+            ) from None
         record = {"pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id, "started": time.time()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(record).encode(), 0)

@@ -47,7 +47,8 @@ class Selection(BaseModel):
     slice: str | None = Field(default=None, description="A:B, rows A..B after filter and shuffle")
     seed: int = Field(default=0, description="seed of the shuffle and of the A/B config assignment")
     partitions: list[tuple[str, str]] | None = Field(
-        default=None, description="exact (instance, config) pairs, as a Dagster backfill selects them")
+        default=None, description="exact (instance, config) pairs, as a Dagster backfill selects them"
+    )
 
 
 class RunRequest(BaseModel):
@@ -64,13 +65,20 @@ class RunRequest(BaseModel):
     overrides: list[dict[str, Any]] = Field(default_factory=list, exclude=True)
     num_rollouts: int = Field(default=1, ge=1, le=100_000, description="K independent rollouts per instance")
     redo_existing: bool = Field(default=False, description="rerun rollouts that already finished")
-    rerun_changed: bool = Field(default=False, description="also rerun the finished rollouts whose config, row "
-                                                           "or repository folder changed since they ran")
+    rerun_changed: bool = Field(
+        default=False,
+        description="also rerun the finished rollouts whose config, row or repository folder changed since they ran",
+    )
     rerun_status: list[ExitStatus] = Field(
-        default_factory=list, description="rerun exactly the finished rollouts that ended with these statuses "
-                                          "(and run those never finished); every other status is kept")
-    recalc: str | None = Field(default=None, description="None: run the agent; 'gt': grade the reference "
-                                                          "solutions; else an earlier output folder to regrade")
+        default_factory=list,
+        description="rerun exactly the finished rollouts that ended with these statuses "
+        "(and run those never finished); every other status is kept",
+    )
+    recalc: str | None = Field(
+        default=None,
+        description="None: run the agent; 'gt': grade the reference "
+        "solutions; else an earlier output folder to regrade",
+    )
     output_dir: Path = Field(description="the run's output folder: results.jsonl and one folder per rollout")
     run_id: str = Field(default_factory=new_run_id, description="the run's id in results.jsonl and Dagster tags")
 
@@ -104,7 +112,9 @@ class RunPlan:
 
 
 def plan_run(
-    request: RunRequest, tasks: list[Task] | None = None, configs: list[NamedConfig] | None = None,
+    request: RunRequest,
+    tasks: list[Task] | None = None,
+    configs: list[NamedConfig] | None = None,
 ) -> RunPlan:
     """The rollout jobs of a request. `tasks` (all rows, before selection) and `configs` are loaded from
     the request when not given; a caller that already holds them (to register them, to warm models, or
@@ -123,13 +133,22 @@ def plan_run(
     if request.recalc is None:
         check_templates_fit(configs, selected)
     if request.recalc not in (None, GT):
-        jobs = regrade_jobs(Path(request.recalc), selected, configs, request.output_dir, request.run_id,
-                            sel.seed, only=sel.partitions)
+        jobs = regrade_jobs(
+            Path(request.recalc), selected, configs, request.output_dir, request.run_id, sel.seed, only=sel.partitions
+        )
     else:
-        jobs = [RolloutJob(task=task, config=config, rollout_index=k, output_dir=request.output_dir,
-                           run_id=request.run_id, recalc=request.recalc)
-                for task, config in _assignments(selected, configs, sel, request.paired)
-                for k in range(request.num_rollouts)]
+        jobs = [
+            RolloutJob(
+                task=task,
+                config=config,
+                rollout_index=k,
+                output_dir=request.output_dir,
+                run_id=request.run_id,
+                recalc=request.recalc,
+            )
+            for task, config in _assignments(selected, configs, sel, request.paired)
+            for k in range(request.num_rollouts)
+        ]
     seen: dict[str, str | None] = {}
     for job in jobs:
         job.repo_fingerprint = repo_fingerprint(job.task, seen)
@@ -147,8 +166,13 @@ def _changed(jobs: list[RolloutJob], todo: list[RolloutJob], output_dir: Path) -
     """The jobs kept as finished whose recorded input (config, row, repository folder) differs from now."""
     kept = {j.key for j in todo}
     records = ResultsStore(output_dir).load()
-    return [j for j in jobs if j.key not in kept and j.key in records
-            and input_changed(records[j.key], j.input_fingerprint, j.repo_fingerprint)]
+    return [
+        j
+        for j in jobs
+        if j.key not in kept
+        and j.key in records
+        and input_changed(records[j.key], j.input_fingerprint, j.repo_fingerprint)
+    ]
 
 
 MAX_ROLLOUTS = 1_000_000  # per run: each is a job object, a folder and a results line
@@ -156,12 +180,15 @@ MAX_ROLLOUTS = 1_000_000  # per run: each is a job object, a folder and a result
 
 def _check_size(n: int) -> None:
     if n > MAX_ROLLOUTS:
-        raise ConfigError(f"{n:,} rollouts in one run is more than {MAX_ROLLOUTS:,}; select fewer rows "
-                          "(--slice, --filter) or fewer --num-rollouts")
+        raise ConfigError(
+            f"{n:,} rollouts in one run is more than {MAX_ROLLOUTS:,}; select fewer rows "
+            "(--slice, --filter) or fewer --num-rollouts"
+        )
 
 
-def _not_finished(jobs: list[RolloutJob], output_dir: Path, redo_existing: bool,
-                  rerun_status: set[ExitStatus] | None = None) -> list[RolloutJob]:
+def _not_finished(
+    jobs: list[RolloutJob], output_dir: Path, redo_existing: bool, rerun_status: set[ExitStatus] | None = None
+) -> list[RolloutJob]:
     """Resume: a rollout is done once its results.jsonl line is there (and, for one that failed through
     its input's fault, only while that input is unchanged). With `rerun_status` (Harbor's `jobs resume -f`)
     a recorded rollout is done unless its status is one of those, whatever the status: the user chose."""
@@ -171,8 +198,11 @@ def _not_finished(jobs: list[RolloutJob], output_dir: Path, redo_existing: bool,
         return jobs
     if rerun_status:
         store = ResultsStore(output_dir)
-        done = {k for k, r in store.load().items()
-                if r.exit_status not in rerun_status and (output_dir / r.output_dir / "traj.json").exists()}
+        done = {
+            k
+            for k, r in store.load().items()
+            if r.exit_status not in rerun_status and (output_dir / r.output_dir / "traj.json").exists()
+        }
         return [j for j in jobs if j.key not in done]
     finished = ResultsStore(output_dir).finished({j.key: j.input_fingerprint for j in jobs})
     return [j for j in jobs if j.key not in finished]
@@ -189,7 +219,10 @@ def select(sel: Selection, tasks: list[Task]) -> list[Task]:
 
 
 def _assignments(
-    tasks: list[Task], configs: list[NamedConfig], sel: Selection, paired: bool = False,
+    tasks: list[Task],
+    configs: list[NamedConfig],
+    sel: Selection,
+    paired: bool = False,
 ) -> Iterable[tuple[Task, NamedConfig]]:
     """A/B: each row gets one config at random (seeded), or every config when `paired`; named partitions
     get exactly their config."""
@@ -213,7 +246,12 @@ def _assignments(
 
 
 def regrade_jobs(
-    source: Path, tasks: list[Task], configs: list[NamedConfig], output_dir: Path, run_id: str, seed: int = 0,
+    source: Path,
+    tasks: list[Task],
+    configs: list[NamedConfig],
+    output_dir: Path,
+    run_id: str,
+    seed: int = 0,
     only: Iterable[tuple[str, str]] | None = None,
 ) -> list[RolloutJob]:
     """Regrade the submissions an earlier run saved in `source`, under that run's config names (so A/B
@@ -240,6 +278,15 @@ def regrade_jobs(
             raise ConfigError(f"--recalc-input: {e}") from None
         chosen = by_name.get(config_name) or assign_config(instance_id, configs, seed)
         config = NamedConfig(name=config_name, path=chosen.path, config=chosen.config)
-        jobs.append(RolloutJob(task=task, config=config, rollout_index=k, output_dir=output_dir, run_id=run_id,
-                               recalc=str(source), recalc_submission=submission or ""))
+        jobs.append(
+            RolloutJob(
+                task=task,
+                config=config,
+                rollout_index=k,
+                output_dir=output_dir,
+                run_id=run_id,
+                recalc=str(source),
+                recalc_submission=submission or "",
+            )
+        )
     return jobs

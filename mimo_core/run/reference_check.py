@@ -26,14 +26,26 @@ _verdicts: dict[str, bool | None] = {}
 
 def _key(job: Any) -> str:
     env = job.config.config.environment
-    blob = json.dumps([job.task.model_dump(mode="json"), env.environment_class, env.image_prefix,
-                       job.config.config.use_dataset_env, job.config.config.grading.model_dump()],
-                      sort_keys=True, default=str)
+    blob = json.dumps(
+        [
+            job.task.model_dump(mode="json"),
+            env.environment_class,
+            env.image_prefix,
+            job.config.config.use_dataset_env,
+            job.config.config.grading.model_dump(),
+        ],
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def reference_grades_cleanly(job: Any, dataset_type: Callable[[str, str], Any], sandboxes: Callable[[], Any],
-                             enter_grading: Callable[[Any, Any, Any], None]) -> bool | None:
+def reference_grades_cleanly(
+    job: Any,
+    dataset_type: Callable[[str, str], Any],
+    sandboxes: Callable[[], Any],
+    enter_grading: Callable[[Any, Any, Any], None],
+) -> bool | None:
     """True: the reference grades without a grading error; False: it fails too; None: no reference."""
     key = _key(job)
     with _lock:
@@ -44,8 +56,12 @@ def reference_grades_cleanly(job: Any, dataset_type: Callable[[str, str], Any], 
         return _verdicts[key]
 
 
-def _check(job: Any, dataset_type: Callable[[str, str], Any], sandboxes: Callable[[], Any],
-           enter_grading: Callable[[Any, Any, Any], None]) -> bool | None:
+def _check(
+    job: Any,
+    dataset_type: Callable[[str, str], Any],
+    sandboxes: Callable[[], Any],
+    enter_grading: Callable[[Any, Any, Any], None],
+) -> bool | None:
     task = job.task
     dtype = dataset_type(task.dataset_type, job.config.config.grading.collect)
     if not dtype.gold_submission(task) and not getattr(task, "solution_script", None):

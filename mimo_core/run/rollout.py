@@ -91,8 +91,9 @@ class RolloutJob(BaseModel):
     @property
     def legacy_rel_dir(self) -> str:
         """Where this rollout's folder was before folder names were made injective."""
-        return (f"{legacy_folder_name(self.task.instance_id)}/{legacy_folder_name(self.config.name)}/"
-                f"{self.rollout_index}")
+        return (
+            f"{legacy_folder_name(self.task.instance_id)}/{legacy_folder_name(self.config.name)}/{self.rollout_index}"
+        )
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -101,7 +102,6 @@ class RolloutJob(BaseModel):
     @property
     def input_fingerprint(self) -> str:
         return input_fingerprint(self.config, self.task)
-
 
 
 def input_fingerprint(config: NamedConfig, task: Task) -> str:
@@ -145,8 +145,11 @@ class _Sandboxes:
         job = self.job
         spec = spec.model_copy(deep=True)
         spec.labels = {
-            **spec.labels, LABEL_RUN_ID: job.run_id, LABEL_INSTANCE: job.task.instance_id,
-            LABEL_CONFIG: job.config.name, LABEL_ROLLOUT: str(job.rollout_index),
+            **spec.labels,
+            LABEL_RUN_ID: job.run_id,
+            LABEL_INSTANCE: job.task.instance_id,
+            LABEL_CONFIG: job.config.name,
+            LABEL_ROLLOUT: str(job.rollout_index),
         }
         env = make_environment(job.config.config.environment, spec)
         self.started.append(env)
@@ -179,8 +182,10 @@ def run_one(job: RolloutJob, cancel: threading.Event | None = None) -> ResultRec
     kept = 0 if redo else keep_failed_attempt(final, job.run_id)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        rec = RolloutFiles(work, Watch.for_rollout(job.config.config.model.model_kwargs.get("base_url"),
-                                                 job.task.source, job.output_dir))
+        rec = RolloutFiles(
+            work,
+            Watch.for_rollout(job.config.config.model.model_kwargs.get("base_url"), job.task.source, job.output_dir),
+        )
         try:
             with cancellable(cancel):
                 record = _run(job, work, rec, cancel)
@@ -297,6 +302,7 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
 def _reference(job: RolloutJob, sandboxes: _Sandboxes) -> Any:
     """The reference check for this job's task, run only when asked (reference_check.py); a grading that
     failed because the sandbox was ended for its budget needs none: that is the agent's 0."""
+
     def check() -> bool | None:
         if (over := budget_exceeded(sandboxes.started)) is not None:
             raise over
@@ -360,8 +366,9 @@ def _act(
 
 def _grading_summary(details: dict[str, Any]) -> dict[str, Any]:
     """The scalar fields of reward_extra_info (f2p/p2p counts, apply_failed, ...) for results.jsonl."""
-    return {k: v for k, v in details.items()
-            if isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 200)}
+    return {
+        k: v for k, v in details.items() if isinstance(v, (bool, int, float)) or (isinstance(v, str) and len(v) <= 200)
+    }
 
 
 def _model_info(job: RolloutJob) -> ModelInfo | None:
@@ -375,33 +382,66 @@ def _model_info(job: RolloutJob) -> ModelInfo | None:
 
 
 def _write_outputs(
-    job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, agent: AgentResult | None, status: ExitStatus,
-    error: str | None, submission: str | None, grade: Grade | None, judge: JudgeResult | None, timings: Timings,
+    job: RolloutJob,
+    rollout_dir: Path,
+    rec: RolloutFiles,
+    agent: AgentResult | None,
+    status: ExitStatus,
+    error: str | None,
+    submission: str | None,
+    grade: Grade | None,
+    judge: JudgeResult | None,
+    timings: Timings,
 ) -> ResultRecord:
     extra: dict[str, Any] = {"reward": grade.reward if grade else None, **(grade.details if grade else {})}
     if judge is not None:
         extra["judge"] = judge.model_dump(mode="json")
     write_json(rollout_dir / "reward_extra_info.json", extra)
     traj = Trajectory.for_rollout(
-        task=job.task, run_id=job.run_id, config_name=job.config.name, rollout_index=job.rollout_index,
-        agent_type="recalc" if job.recalc else job.config.config.agent.type, model=_model_info(job),
-        agent=agent, exit_status=status, error=error, submission=submission, timings=timings,
-        config=job.config.redacted(), containment_events=rec.containment.events,
+        task=job.task,
+        run_id=job.run_id,
+        config_name=job.config.name,
+        rollout_index=job.rollout_index,
+        agent_type="recalc" if job.recalc else job.config.config.agent.type,
+        model=_model_info(job),
+        agent=agent,
+        exit_status=status,
+        error=error,
+        submission=submission,
+        timings=timings,
+        config=job.config.redacted(),
+        containment_events=rec.containment.events,
     )
     write_model_json(rollout_dir / "traj.json", traj)
     graded = grade is not None and traj.exit_status not in UNGRADED_STATUSES
     rec.log(f"done: {traj.exit_status.value} reward={grade.reward if graded else None} in {timings.total_s:.2f}s")
     return ResultRecord(
-        run_id=traj.run_id, instance_id=traj.instance_id, config_name=traj.config_name,
-        rollout_index=traj.rollout_index, dataset_type=traj.dataset_type, agent_type=traj.agent_type,
-        model_name=traj.model.name if traj.model else None, exit_status=traj.exit_status,
+        run_id=traj.run_id,
+        instance_id=traj.instance_id,
+        config_name=traj.config_name,
+        rollout_index=traj.rollout_index,
+        dataset_type=traj.dataset_type,
+        agent_type=traj.agent_type,
+        model_name=traj.model.name if traj.model else None,
+        exit_status=traj.exit_status,
         error=(traj.error or None) and redact(traj.error)[:500],  # (the Dagster event log gets it from here)
-        reward=grade.reward if graded else None, passed=grade.passed if graded else None,
+        reward=grade.reward if graded else None,
+        passed=grade.passed if graded else None,
         grading=_grading_summary(grade.details) if grade else {},
-        judge_score=judge.score if judge else None, recalc=job.recalc,
-        steps=traj.steps, prompt_tokens=traj.usage.prompt_tokens, completion_tokens=traj.usage.completion_tokens,
-        cached_tokens=traj.usage.cached_tokens, reasoning_tokens=traj.usage.reasoning_tokens, cost=traj.cost,
-        duration_s=round(timings.total_s, 3), started_at=timings.started_at, ended_at=timings.ended_at,
-        output_dir=job.rel_dir, input_fingerprint=job.input_fingerprint, repo_fingerprint=job.repo_fingerprint,
-        containment_attempts=attempts(traj.containment_events), containment=counts(traj.containment_events),
+        judge_score=judge.score if judge else None,
+        recalc=job.recalc,
+        steps=traj.steps,
+        prompt_tokens=traj.usage.prompt_tokens,
+        completion_tokens=traj.usage.completion_tokens,
+        cached_tokens=traj.usage.cached_tokens,
+        reasoning_tokens=traj.usage.reasoning_tokens,
+        cost=traj.cost,
+        duration_s=round(timings.total_s, 3),
+        started_at=timings.started_at,
+        ended_at=timings.ended_at,
+        output_dir=job.rel_dir,
+        input_fingerprint=job.input_fingerprint,
+        repo_fingerprint=job.repo_fingerprint,
+        containment_attempts=attempts(traj.containment_events),
+        containment=counts(traj.containment_events),
     )

@@ -39,9 +39,14 @@ class BashConfig(BaseModel):
 
 
 class BashTool:
-    def __init__(self, config: BashConfig | None = None, observation_max_chars: int = 10000,
-                 default_timeout: float | None = None, session: str = "main",
-                 description: str = DESCRIPTION) -> None:
+    def __init__(
+        self,
+        config: BashConfig | None = None,
+        observation_max_chars: int = 10000,
+        default_timeout: float | None = None,
+        session: str = "main",
+        description: str = DESCRIPTION,
+    ) -> None:
         self.config = config or BashConfig()
         self.timeout = self.config.timeout or default_timeout  # None: ask the environment at run time
         self.max_chars = self.config.max_output_chars or observation_max_chars
@@ -72,8 +77,8 @@ class BashTool:
         return (
             f"trap {shlex.quote(save)} EXIT; "
             f"if [ -f {env_f} ]; then unset $(compgen -e) 2>/dev/null; . {env_f} 2>/dev/null; fi; "
-            f"if [ -f {cwd_f} ]; then read -r __mimo_d < {cwd_f}; cd -- \"$__mimo_d\" 2>/dev/null || "
-            f"echo \"note: the previous directory $__mimo_d is gone; now in $PWD\" >&2; unset __mimo_d; fi; "
+            f'if [ -f {cwd_f} ]; then read -r __mimo_d < {cwd_f}; cd -- "$__mimo_d" 2>/dev/null || '
+            f'echo "note: the previous directory $__mimo_d is gone; now in $PWD" >&2; unset __mimo_d; fi; '
             f"{command}"
         )
 
@@ -91,8 +96,9 @@ class BashTool:
         if output and not output.endswith("\n"):
             output += "\n"
         if timed_out:
-            status = (f"[timed out after {timeout:g} seconds: the command was killed, along with every "
-                      "process it started]")
+            status = (
+                f"[timed out after {timeout:g} seconds: the command was killed, along with every process it started]"
+            )
         else:
             status = f"[exit code: {rc}]"
         if note:

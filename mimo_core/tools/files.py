@@ -90,10 +90,16 @@ class ReadTool:
                 "type": "object",
                 "properties": {
                     "path": _PATH,
-                    "start_line": {"type": "integer", "minimum": 1,
-                                   "description": "First line to show, 1-based (default: 1)."},
-                    "end_line": {"type": "integer", "minimum": 1,
-                                 "description": "Last line to show, inclusive (default: the last line)."},
+                    "start_line": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "First line to show, 1-based (default: 1).",
+                    },
+                    "end_line": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Last line to show, inclusive (default: the last line).",
+                    },
                 },
                 "required": ["path"],
                 "additionalProperties": False,
@@ -109,8 +115,14 @@ class ReadTool:
         head = _load(env, path, self.max_bytes or current_limits().max_read_bytes)
         lines = _text(head.data, path).splitlines(keepends=True)
         cut = truncation_note(head.size, len(head.data)) if head.truncated else ""
-        more = (f"{cut}: the first {len(head.data)} bytes hold lines 1-{len(lines)} (the last one may be "
-                f"cut); read further with bash (e.g. sed -n '{len(lines)},+100p' or tail -c)") if cut else ""
+        more = (
+            (
+                f"{cut}: the first {len(head.data)} bytes hold lines 1-{len(lines)} (the last one may be "
+                f"cut); read further with bash (e.g. sed -n '{len(lines)},+100p' or tail -c)"
+            )
+            if cut
+            else ""
+        )
         if not lines:
             return ToolResult(output=f"({path} is empty)")
         if start > len(lines):
@@ -118,14 +130,17 @@ class ReadTool:
                 raise ToolError(f"read: start_line={start} is past what was read of {path}. {more}")
             raise ToolError(f"read: start_line={start} is past the end of {path} ({len(lines)} lines)")
         end = len(lines) if end is None else min(end, len(lines))
-        body, total = _numbered(lines[start - 1:end], start), len(lines)
+        body, total = _numbered(lines[start - 1 : end], start), len(lines)
         del lines  # only what is shown is kept
         if not body.endswith("\n"):
             body += "\n"
         if len(body) > self.max_chars:
             body = truncate_middle(body, self.max_chars)
-            body += (f"\n{more}\n" if cut else
-                     f"\n[{path} has {total} lines; use start_line/end_line to read a smaller range]\n")
+            body += (
+                f"\n{more}\n"
+                if cut
+                else f"\n[{path} has {total} lines; use start_line/end_line to read a smaller range]\n"
+            )
         elif cut:
             body += f"{more}\n"
         elif start > 1 or end < total:
@@ -176,9 +191,10 @@ class EditTool:
                     "path": _PATH,
                     "old_string": {"type": "string", "description": "The exact text to replace (non-empty)."},
                     "new_string": {"type": "string", "description": "The text to put in its place."},
-                    "replace_all": {"type": "boolean",
-                                    "description": "Replace every occurrence instead of exactly one "
-                                                   "(default: false)."},
+                    "replace_all": {
+                        "type": "boolean",
+                        "description": "Replace every occurrence instead of exactly one (default: false).",
+                    },
                 },
                 "required": ["path", "old_string", "new_string"],
                 "additionalProperties": False,
@@ -195,9 +211,11 @@ class EditTool:
         limit = current_limits().max_read_bytes
         head = _load(env, path, limit)
         if head.truncated:
-            raise ToolError(f"edit: {path} is larger than the file tools read "
-                            f"({truncation_note(head.size, len(head.data))}; limits.max_read_bytes); change it "
-                            "with bash (sed, a script)")
+            raise ToolError(
+                f"edit: {path} is larger than the file tools read "
+                f"({truncation_note(head.size, len(head.data))}; limits.max_read_bytes); change it "
+                "with bash (sed, a script)"
+            )
         text = _text(head.data, path)
         count = text.count(old)
         if count == 0:
@@ -213,13 +231,14 @@ class EditTool:
         at = text.index(old)
         grown = len(text) + count * max(0, len(new) - len(old)) if args.get("replace_all") else len(text) + len(new)
         if grown > limit:
-            raise ToolError(f"edit: the result would be over {limit} characters (limits.max_read_bytes); "
-                            "change the file with bash")
+            raise ToolError(
+                f"edit: the result would be over {limit} characters (limits.max_read_bytes); change the file with bash"
+            )
         updated = text.replace(old, new) if args.get("replace_all") else text.replace(old, new, 1)
         _store(env, path, updated)
         first = text.count("\n", 0, at) + 1
         lines = updated.splitlines(keepends=True)
         lo, hi = max(first - 3, 1), min(first + new.count("\n") + 3, len(lines))
-        snippet = _numbered(lines[lo - 1:hi], lo)
+        snippet = _numbered(lines[lo - 1 : hi], lo)
         done = f"{count} occurrences" if count > 1 else "1 occurrence"
         return ToolResult(output=f"Edited {path}: replaced {done}. Lines {lo}-{hi} now:\n{snippet}")

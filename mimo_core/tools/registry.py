@@ -24,7 +24,11 @@ class _NoConfig(BaseModel):
 
 
 _CONFIGS: dict[str, type[BaseModel]] = {
-    "bash": BashConfig, "read": FileToolConfig, "write": _NoConfig, "edit": _NoConfig, "submit": _NoConfig,
+    "bash": BashConfig,
+    "read": FileToolConfig,
+    "write": _NoConfig,
+    "edit": _NoConfig,
+    "submit": _NoConfig,
 }
 KNOWN_TOOLS = sorted(_CONFIGS)
 
@@ -54,8 +58,9 @@ def build_tool(name: str, config: Any, default_timeout: float | None, observatio
     return SubmitTool()
 
 
-def build_tools(specs: list[ToolSpec], default_timeout: float | None = None,
-                observation_max_chars: int = 10000) -> list[Tool]:
+def build_tools(
+    specs: list[ToolSpec], default_timeout: float | None = None, observation_max_chars: int = 10000
+) -> list[Tool]:
     """One Tool per spec, in order, plus `submit` if absent. Bad names/keys raise ConfigError naming
     `agent.tools[i]` and the known choices. `default_timeout` None: bash uses the environment's timeout."""
     tools: list[Tool] = []
@@ -69,8 +74,9 @@ def build_tools(specs: list[ToolSpec], default_timeout: float | None = None,
         if spec.tool in seen:
             raise ConfigError(f"{where}.tool: {spec.tool!r} is listed more than once")
         seen.add(spec.tool)
-        tools.append(build_tool(spec.tool, _parse_config(spec.tool, where, spec.config),
-                                default_timeout, observation_max_chars))
+        tools.append(
+            build_tool(spec.tool, _parse_config(spec.tool, where, spec.config), default_timeout, observation_max_chars)
+        )
     if "submit" not in seen:
         tools.append(SubmitTool())
     return tools
@@ -83,18 +89,31 @@ JUDGE_BASH = (
 )
 
 
-def read_only_tools(default_timeout: float | None = None, observation_max_chars: int = 10000,
-                    bash_timeout: float | None = None, shell: bool = True) -> list[Tool]:
+def read_only_tools(
+    default_timeout: float | None = None,
+    observation_max_chars: int = 10000,
+    bash_timeout: float | None = None,
+    shell: bool = True,
+) -> list[Tool]:
     """Tools for an in-environment judge, none of which can write: read, submit for the verdict and,
     with `shell`, a bash over a read-only view of the final state (the caller gives one: a sandbox whose
     work folder is mounted read-only). Without such a view there is no shell at all. The judge runs after
     the verifier, so nothing it does could change the grade anyway."""
     tools: list[Tool] = [ReadTool(None, observation_max_chars)]
     if shell:
-        tools.append(BashTool(BashConfig(timeout=bash_timeout), observation_max_chars, default_timeout,
-                              session="judge", description=JUDGE_BASH))
-    tools.append(SubmitTool(
-        description="Give your verdict and finish. Call this once, after inspecting the work.",
-        message_description="Your verdict, in the format the instructions ask for.",
-    ))
+        tools.append(
+            BashTool(
+                BashConfig(timeout=bash_timeout),
+                observation_max_chars,
+                default_timeout,
+                session="judge",
+                description=JUDGE_BASH,
+            )
+        )
+    tools.append(
+        SubmitTool(
+            description="Give your verdict and finish. Call this once, after inspecting the work.",
+            message_description="Your verdict, in the format the instructions ask for.",
+        )
+    )
     return tools

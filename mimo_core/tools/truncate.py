@@ -10,4 +10,4 @@ def truncate_middle(text: str, max_chars: int) -> str:
     head = max_chars // 2
     tail = max_chars - head
     elided = len(text) - head - tail
-    return f"{text[:head]}\n[... {elided} characters elided ...]\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n[... {elided} characters elided ...]\n{text[len(text) - tail :]}"

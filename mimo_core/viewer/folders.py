@@ -112,8 +112,10 @@ class OutputFolder:
                 self._records = sorted(found.values(), key=SORTS["instance"])
                 self._by_dir = {r.output_dir: r for r in self._records}
                 self._summaries = summarize(self._records)
-                self._facets = (sorted({r.config_name for r in self._records}),
-                                sorted({str(r.exit_status) for r in self._records}))
+                self._facets = (
+                    sorted({r.config_name for r in self._records}),
+                    sorted({str(r.exit_status) for r in self._records}),
+                )
                 self.torn, self._stamp = torn, stamp
             return self._records
 
@@ -124,8 +126,13 @@ class OutputFolder:
             rows.sort(key=SORTS[q.sort], reverse=q.desc)
         pages = max(1, -(-len(rows) // page_size))
         page = min(q.page, pages)
-        return Page(rows=rows[(page - 1) * page_size: page * page_size], matched=len(rows), total=len(records),
-                    page=page, pages=pages)
+        return Page(
+            rows=rows[(page - 1) * page_size : page * page_size],
+            matched=len(rows),
+            total=len(records),
+            page=page,
+            pages=pages,
+        )
 
     def record(self, rollout_dir: str) -> ResultRecord | None:
         self.records()
@@ -145,8 +152,10 @@ class OutputFolder:
         if not self.torn:
             return None
         lines = ", ".join(map(str, self.torn[:5])) + (" ..." if len(self.torn) > 5 else "")
-        return (f"{self.results}: line(s) {lines} not complete records (torn by a killed write): ignored; "
-                "the next run in this folder moves them aside and redoes their rollouts")
+        return (
+            f"{self.results}: line(s) {lines} not complete records (torn by a killed write): ignored; "
+            "the next run in this folder moves them aside and redoes their rollouts"
+        )
 
 
 def open_folders(paths: list[str | Path]) -> list[OutputFolder]:
@@ -157,14 +166,17 @@ def open_folders(paths: list[str | Path]) -> list[OutputFolder]:
         if not path.exists():
             raise ViewerInputError(f"{path}: no such folder")
         if not path.is_dir():
-            raise ViewerInputError(f"{path}: not a folder (give the output folder of a run: the one holding "
-                                   f"{RESULTS_FILE})")
+            raise ViewerInputError(
+                f"{path}: not a folder (give the output folder of a run: the one holding {RESULTS_FILE})"
+            )
         if not (path / RESULTS_FILE).is_file():
             raise ViewerInputError(f"{path}: not an output folder (no {RESULTS_FILE})")
         folder = OutputFolder(path)
         records = folder.records()
         if not records and folder.torn:
-            raise ViewerInputError(f"{folder.results}: none of its {len(folder.torn)} line(s) is a results record: "
-                                   "not a mimoagent results file")
+            raise ViewerInputError(
+                f"{folder.results}: none of its {len(folder.torn)} line(s) is a results record: "
+                "not a mimoagent results file"
+            )
         folders.setdefault(folder.path, folder)
     return list(folders.values())

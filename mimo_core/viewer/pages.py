@@ -18,8 +18,13 @@ from mimo_core.viewer.folders import OutputFolder, RolloutQuery
 from mimo_core.viewer.rollout_view import arm_rollout, build_rollout
 from mimo_core.viewer.urls import file_path, rollout_path, run_path
 
-_env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
-                          autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+_env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 _env.globals.update(run_path=run_path, rollout_path=rollout_path, file_path=file_path)
 _env.filters["reward"] = lambda v: "–" if v is None else f"{v:g}"
 _env.filters["cost"] = lambda v: f"{v:.4f}"
@@ -47,8 +52,11 @@ class Pages:
         return self.by_slug.get(request.path_params["slug"])
 
     def _missing_folder(self, request: Request) -> HTMLResponse:
-        return not_found(f"this viewer does not serve an output folder named {request.path_params['slug']!r}; "
-                         "start `mimoagent view` on that folder", self.folders)
+        return not_found(
+            f"this viewer does not serve an output folder named {request.path_params['slug']!r}; "
+            "start `mimoagent view` on that folder",
+            self.folders,
+        )
 
     def home(self, request: Request) -> HTMLResponse:
         return render("home.html", folders=self.folders)
@@ -73,8 +81,18 @@ class Pages:
         def sort_link(column: str) -> str:
             return link(sort=column, desc=1 if query.sort == column and not query.desc else "", page="")
 
-        return render("run.html", folder=folder, query=query, page=page, configs=configs, statuses=statuses,
-                      summaries=folder.summaries(), link=link, sort_link=sort_link, torn=folder.torn_note())
+        return render(
+            "run.html",
+            folder=folder,
+            query=query,
+            page=page,
+            configs=configs,
+            statuses=statuses,
+            summaries=folder.summaries(),
+            link=link,
+            sort_link=sort_link,
+            torn=folder.torn_note(),
+        )
 
     def rollout(self, request: Request) -> HTMLResponse:
         folder = self._folder(request)
@@ -83,8 +101,9 @@ class Pages:
         rel = request.path_params["rollout"].strip("/")
         record = folder.record(rel)
         if record is None:
-            return not_found(f"{folder.path}: no finished rollout in {rel!r} (results.jsonl has no line for it)",
-                             self.folders)
+            return not_found(
+                f"{folder.path}: no finished rollout in {rel!r} (results.jsonl has no line for it)", self.folders
+            )
         view = build_rollout(folder.path, record)
         others = [f"{f.slug}:{record.config_name}" for f in self.folders]
         return render("rollout.html", folder=folder, view=view, ab_link=_ab_link(record.instance_id, others[0]))
@@ -110,8 +129,12 @@ class Pages:
         path = (folder.path / request.path_params["rel"]).resolve()
         if not path.is_relative_to(folder.path) or not path.is_file():
             return not_found(f"no file {request.path_params['rel']!r} in {folder.path}", self.folders)
-        return FileResponse(path, media_type="text/plain; charset=utf-8", content_disposition_type="inline",
-                            headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox"})
+        return FileResponse(
+            path,
+            media_type="text/plain; charset=utf-8",
+            content_disposition_type="inline",
+            headers={"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox"},
+        )
 
     def instance(self, request: Request) -> HTMLResponse:
         """The A/B view: the rollouts of one instance under two arms (an arm = output folder + config)."""
@@ -134,11 +157,25 @@ class Pages:
             if key not in arms:
                 return not_found(f"instance {instance_id!r} has no rollouts under {key!r}", self.folders)
             folder, config = arms[key]
-            columns.append({"key": key, "folder": folder, "config": config,
-                            "rollouts": [arm_rollout(folder.path, r) for r in sorted(found[key],
-                                                                                    key=lambda r: r.rollout_index)]})
-        return render("instance.html", instance_id=instance_id, arms=keys, a=a, b=b, columns=columns,
-                      label=lambda key: _arm_label(key, arms, len(self.folders) > 1))
+            columns.append(
+                {
+                    "key": key,
+                    "folder": folder,
+                    "config": config,
+                    "rollouts": [
+                        arm_rollout(folder.path, r) for r in sorted(found[key], key=lambda r: r.rollout_index)
+                    ],
+                }
+            )
+        return render(
+            "instance.html",
+            instance_id=instance_id,
+            arms=keys,
+            a=a,
+            b=b,
+            columns=columns,
+            label=lambda key: _arm_label(key, arms, len(self.folders) > 1),
+        )
 
 
 def _ab_link(instance_id: str, arm: str) -> str:
@@ -148,4 +185,3 @@ def _ab_link(instance_id: str, arm: str) -> str:
 def _arm_label(key: str, arms: dict[str, tuple[OutputFolder, str]], many: bool) -> str:
     folder, config = arms[key]
     return f"{config} ({folder.path.name})" if many else config
-

@@ -34,7 +34,7 @@ def segments(text: str | None) -> list[Segment]:
     out: list[Segment] = []
     pos = 0
     for m in ELIDED.finditer(text):
-        out += [Segment(text=text[pos:m.start()]), Segment(text=m.group(0), elided=True)]
+        out += [Segment(text=text[pos : m.start()]), Segment(text=m.group(0), elided=True)]
         pos = m.end()
     out.append(Segment(text=text[pos:]))
     return [s for s in out if s.text]
@@ -118,8 +118,9 @@ def list_files(output_dir: Path, rollout_dir: Path) -> list[FileEntry]:
                 size = p.stat().st_size
             except OSError:
                 continue
-            entries.append(FileEntry(rel=str(p.relative_to(output_dir)), name=str(p.relative_to(rollout_dir)),
-                                     size=size))
+            entries.append(
+                FileEntry(rel=str(p.relative_to(output_dir)), name=str(p.relative_to(rollout_dir)), size=size)
+            )
     return entries
 
 
@@ -152,8 +153,11 @@ def _read_json(path: Path) -> tuple[Any, str | None]:
 def build_rollout(output_dir: Path, record: ResultRecord) -> RolloutView:
     folder = output_dir / record.output_dir
     files = list_files(output_dir, folder)
-    view = RolloutView(record=record, files=[f for f in files if not f.name.startswith("agent_msgs/")],
-                       step_files=[f for f in files if f.name.startswith("agent_msgs/")])
+    view = RolloutView(
+        record=record,
+        files=[f for f in files if not f.name.startswith("agent_msgs/")],
+        step_files=[f for f in files if f.name.startswith("agent_msgs/")],
+    )
     try:
         view.traj = read_trajectory(folder / "traj.json")
         view.turns = conversation(view.traj)

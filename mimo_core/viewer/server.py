@@ -18,19 +18,23 @@ from mimo_core.viewer.urls import run_path
 
 def build_app(folders: list[OutputFolder]) -> Starlette:
     pages = Pages(folders)
-    return Starlette(routes=[
-        Route("/", pages.home),
-        Route("/runs/{slug}/", pages.run),
-        Route("/runs/{slug}/r/{rollout:path}", pages.rollout),
-        Route("/runs/{slug}/files/{rel:path}", pages.file),
-        Route("/runs/{slug}/step", pages.step),
-        Route("/instance", pages.instance),
-    ])
+    return Starlette(
+        routes=[
+            Route("/", pages.home),
+            Route("/runs/{slug}/", pages.run),
+            Route("/runs/{slug}/r/{rollout:path}", pages.rollout),
+            Route("/runs/{slug}/files/{rel:path}", pages.file),
+            Route("/runs/{slug}/step", pages.step),
+            Route("/instance", pages.instance),
+        ]
+    )
 
 
 def build_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    p = parser_class(prog="mimoagent view", description="Browse the rollouts of one or more output folders "
-                     "in a local web page (read-only).")
+    p = parser_class(
+        prog="mimoagent view",
+        description="Browse the rollouts of one or more output folders in a local web page (read-only).",
+    )
     p.add_argument("output_dirs", nargs="+", metavar="OUTPUT_DIR", help="a run's output folder (holds results.jsonl)")
     p.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
@@ -65,8 +69,11 @@ def main(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> int:
     shown = f"[{host}]" if ":" in host else host
     start = run_path(folders[0].slug) if len(folders) == 1 else "/"
     n = sum(len(f.records()) for f in folders)
-    print(f"mimoagent view: {n} rollouts in {len(folders)} output folder(s) at http://{shown}:{port}{start} "
-          "(Ctrl-C stops)", flush=True)
+    print(
+        f"mimoagent view: {n} rollouts in {len(folders)} output folder(s) at http://{shown}:{port}{start} "
+        "(Ctrl-C stops)",
+        flush=True,
+    )
     server = uvicorn.Server(uvicorn.Config(build_app(folders), log_level="warning", access_log=False))
     try:
         server.run(sockets=[sock])

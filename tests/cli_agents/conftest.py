@@ -30,8 +30,16 @@ def cli_cache(monkeypatch: pytest.MonkeyPatch) -> Path:
     return CACHE
 
 
-def run_cli_rollout(folder: Path, server, cli: str, protocol: str, environment: dict | None = None,
-                    exit_code: int | None = 0, row: dict | None = None, **agent: object):
+def run_cli_rollout(
+    folder: Path,
+    server,
+    cli: str,
+    protocol: str,
+    environment: dict | None = None,
+    exit_code: int | None = 0,
+    row: dict | None = None,
+    **agent: object,
+):
     """One rollout of `cli` on the greeting task through the real `mimoagent` command: (record, folder, traj)."""
     from mimo_core.records.results import ResultsStore
     from mimo_core.records.trajectory import read_trajectory
@@ -45,8 +53,12 @@ def run_cli_rollout(folder: Path, server, cli: str, protocol: str, environment: 
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     cfg = write_cli_config(folder, cli.replace("-", "_"), cli, protocol, environment=environment, **agent)
     out = folder / "out"
-    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], server,
-                   "anthropic" if protocol in ("anthropic", "gemini") else protocol, timeout=900)
+    proc = run_cli(
+        ["-c", str(cfg), "--dataset", str(data), "-o", str(out)],
+        server,
+        "anthropic" if protocol in ("anthropic", "gemini") else protocol,
+        timeout=900,
+    )
     assert exit_code is None or proc.returncode == exit_code, proc.stderr
     [record] = ResultsStore(out).load().values()
     rollout = out / record.output_dir
@@ -80,13 +92,15 @@ def leaked_files(folder: Path, secret: str) -> list[str]:
     return [str(p) for p in folder.rglob("*") if p.is_file() and secret in p.read_text(errors="replace")]
 
 
-def write_cli_config(folder: Path, name: str, cli: str, protocol: str, environment: dict | None = None,
-                     **agent: object) -> Path:
+def write_cli_config(
+    folder: Path, name: str, cli: str, protocol: str, environment: dict | None = None, **agent: object
+) -> Path:
     cfg = {
         "agent": {"type": cli, "step_limit": 10, "instance_template": "{{task}}", **agent},
         "environment": {"environment_class": "local", "timeout": 60, **(environment or {})},
         "model": {
-            "model_name": "scripted-model", "protocol": protocol,
+            "model_name": "scripted-model",
+            "protocol": protocol,
             "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "${MIMO_TEST_API_KEY}"},
             "retry": {"max_attempts": 1, "timeout": 60},
             "pricing": {"input": 1.0, "output": 2.0},
@@ -112,9 +126,14 @@ def claude_payload() -> Path:
     out = CACHE / "payloads"
     target = out / archive_name(spec, spec.default_version)
     if not target.exists() or _leading_manifest(target) is None:  # absent, or built before the manifest led
-        proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "payload", "build", "--cli", "claude-code",
-                               "-o", str(out)], cwd=REPO, capture_output=True, text=True, timeout=1800,
-                              env={**os.environ, "MIMOAGENT_CACHE_DIR": str(CACHE)})
+        proc = subprocess.run(
+            [sys.executable, "-m", "mimo_core.cli", "payload", "build", "--cli", "claude-code", "-o", str(out)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env={**os.environ, "MIMOAGENT_CACHE_DIR": str(CACHE)},
+        )
         assert proc.returncode == 0, proc.stderr
         assert str(target) in proc.stdout
     return target

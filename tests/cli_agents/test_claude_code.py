@@ -71,8 +71,10 @@ def test_claude_code_passes_inside_bubblewrap(tmp_path: Path, scripted_llm) -> N
     from tests.host_needs import need_bwrap
 
     need_bwrap()
-    scripted_llm.set_responder(turns(call("Bash", command="sed -i s/hello/goodbye/ greeting.txt"),
-                                     Reply(content="done")))
-    record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic",
-                                         environment={"sandbox": "bwrap"})
+    scripted_llm.set_responder(
+        turns(call("Bash", command="sed -i s/hello/goodbye/ greeting.txt"), Reply(content="done"))
+    )
+    record, rollout, _ = run_cli_rollout(
+        tmp_path, scripted_llm, "claude-code", "anthropic", environment={"sandbox": "bwrap"}
+    )
     assert (record.exit_status, record.passed) == ("submitted", True), (rollout / "instance.log").read_text()

@@ -37,8 +37,9 @@ def offline_network(docker_client) -> Iterator[str]:
     name = f"mimo-test-offline-{uuid.uuid4().hex[:8]}"
     net = docker_client.networks.create(name, driver="bridge", internal=True)
     try:
-        out = docker_client.containers.run(BASE_IMAGE, ["sh", "-c", "getent hosts registry.npmjs.org || echo none"],
-                                           network_mode=name, remove=True)
+        out = docker_client.containers.run(
+            BASE_IMAGE, ["sh", "-c", "getent hosts registry.npmjs.org || echo none"], network_mode=name, remove=True
+        )
         assert out.decode().strip() == "none"
         yield name
     finally:
@@ -55,30 +56,47 @@ DONE = Reply(content="done")
 SUBMIT = call("bash", command="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")  # mini-swe-agent's way to finish
 
 
-@pytest.mark.parametrize(("cli", "protocol", "calls"), [
-    ("claude-code", "anthropic", [("Bash", {"command": EDIT})]),
-    ("codex", "responses", [("exec_command", {"cmd": EDIT})]),
-    ("opencode", "chat", [("bash", {"command": EDIT, "description": "Edit the greeting"})]),
-    # qwen-code refuses a `sed -i` on a file it has not read: read it first, as its model would
-    ("qwen-code", "chat", [("read_file", {"file_path": "/testbed/greeting.txt"}),
-                           ("run_shell_command", {"command": EDIT, "is_background": False})]),
-    ("gemini-cli", "gemini", [("run_shell_command", {"command": EDIT})]),
-    ("mini-swe-agent", "chat", [("bash", {"command": EDIT})]),
-])
+@pytest.mark.parametrize(
+    ("cli", "protocol", "calls"),
+    [
+        ("claude-code", "anthropic", [("Bash", {"command": EDIT})]),
+        ("codex", "responses", [("exec_command", {"cmd": EDIT})]),
+        ("opencode", "chat", [("bash", {"command": EDIT, "description": "Edit the greeting"})]),
+        # qwen-code refuses a `sed -i` on a file it has not read: read it first, as its model would
+        (
+            "qwen-code",
+            "chat",
+            [
+                ("read_file", {"file_path": "/testbed/greeting.txt"}),
+                ("run_shell_command", {"command": EDIT, "is_background": False}),
+            ],
+        ),
+        ("gemini-cli", "gemini", [("run_shell_command", {"command": EDIT})]),
+        ("mini-swe-agent", "chat", [("bash", {"command": EDIT})]),
+    ],
+)
 def test_cli_agent_runs_in_a_container_without_node_and_passes(
-        cli: str, protocol: str, calls: list, tmp_path: Path, scripted_llm, dockerd,
-        base_image_has_no_node) -> None:
+    cli: str, protocol: str, calls: list, tmp_path: Path, scripted_llm, dockerd, base_image_has_no_node
+) -> None:
     end = SUBMIT if cli == "mini-swe-agent" else DONE
     scripted_llm.set_responder(turns(*[Reply(tool_calls=[c]) for c in calls], end))
-    record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, cli, protocol, row={"image": BASE_IMAGE},
-                                            environment={"environment_class": "docker", "timeout": 120})
-    assert (record.exit_status, record.passed) == ("submitted", True), \
-        (rollout / "instance.log").read_text() + "\n".join(f"{m.role}: {m.content}" for m in traj.messages[2:])
+    record, rollout, traj = run_cli_rollout(
+        tmp_path,
+        scripted_llm,
+        cli,
+        protocol,
+        row={"image": BASE_IMAGE},
+        environment={"environment_class": "docker", "timeout": 120},
+    )
+    assert (record.exit_status, record.passed) == ("submitted", True), (
+        rollout / "instance.log"
+    ).read_text() + "\n".join(f"{m.role}: {m.content}" for m in traj.messages[2:])
     assert "+goodbye" in (traj.submission or "")
     tail = ["assistant", "tool", "assistant"] + (["tool"] if end.tool_calls else [])
-    assert [m.role for m in traj.messages][-len(tail):] == tail
-    assert [json.loads(c.arguments) for m in traj.messages for c in m.tool_calls or ()][:len(calls)] == \
-        [args for _, args in calls]
+    assert [m.role for m in traj.messages][-len(tail) :] == tail
+    assert [json.loads(c.arguments) for m in traj.messages for c in m.tool_calls or ()][: len(calls)] == [
+        args for _, args in calls
+    ]
     assert len(recorded_calls(rollout, scripted_llm)) == len(calls) + 1
     assert leaked_files(tmp_path / "out", SECRET) == []
     spec = spec_for(cli)
@@ -88,15 +106,24 @@ def test_cli_agent_runs_in_a_container_without_node_and_passes(
 
 
 def test_a_payload_installs_into_a_container_that_reaches_only_the_proxy(
-        tmp_path: Path, scripted_llm, dockerd, claude_payload: Path, offline_network: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, scripted_llm, dockerd, claude_payload: Path, offline_network: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MIMOAGENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
     scripted_llm.set_responder(turns(call("Bash", command=EDIT), Reply(content="done")))
-    record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", row={"image": BASE_IMAGE},
-                                         environment={"environment_class": "docker", "timeout": 120,
-                                                      "backend_kwargs": {"network_mode": offline_network}},
-                                         payload_path=str(claude_payload),
-                                         install_env={"NPM_REGISTRY": DEAD_REGISTRY})
+    record, rollout, _ = run_cli_rollout(
+        tmp_path,
+        scripted_llm,
+        "claude-code",
+        "anthropic",
+        row={"image": BASE_IMAGE},
+        environment={
+            "environment_class": "docker",
+            "timeout": 120,
+            "backend_kwargs": {"network_mode": offline_network},
+        },
+        payload_path=str(claude_payload),
+        install_env={"NPM_REGISTRY": DEAD_REGISTRY},
+    )
     assert (record.exit_status, record.passed) == ("submitted", True), (rollout / "instance.log").read_text()
     assert _placed_from(rollout).startswith("claude-code/payload-")
 
@@ -124,10 +151,15 @@ def test_a_container_without_python3_cannot_run_mini_swe_agent_and_says_so(make_
     assert "\n" not in str(err.value)
 
 
-def test_a_container_without_network_is_an_environment_error_saying_why(tmp_path: Path, scripted_llm,
-                                                                         dockerd) -> None:
-    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", exit_code=None,
-                                   row={"image": BASE_IMAGE, "network": False},
-                                   environment={"environment_class": "docker", "timeout": 120})
+def test_a_container_without_network_is_an_environment_error_saying_why(tmp_path: Path, scripted_llm, dockerd) -> None:
+    record, _, _ = run_cli_rollout(
+        tmp_path,
+        scripted_llm,
+        "claude-code",
+        "anthropic",
+        exit_code=None,
+        row={"image": BASE_IMAGE, "network": False},
+        environment={"environment_class": "docker", "timeout": 120},
+    )
     assert record.exit_status == "environment_error"
     assert "has no network" in (record.error or "") and scripted_llm.requests == []

@@ -31,8 +31,7 @@ def _processes_under(root: Path) -> list[int]:
 
 
 def test_a_cli_that_exits_non_zero_is_an_agent_error_with_its_reason(tmp_path: Path, scripted_llm) -> None:
-    record, _, traj = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic",
-                                      cli_args=["--no-such-flag"])
+    record, _, traj = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", cli_args=["--no-such-flag"])
     assert record.exit_status == "agent_error"
     assert "exited with code" in (record.error or "") and "no-such-flag" in (record.error or "")
     assert "\n" not in (record.error or "")
@@ -44,8 +43,14 @@ def test_a_cli_that_never_ends_is_killed_at_the_time_limit_with_its_whole_tree(t
     scripted_llm.inject(0, times=1000, delay=3600)  # every model call hangs
     sandboxes = tmp_path / "sandboxes"
     start = time.monotonic()
-    record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", time_limit=4,
-                                         environment={"backend_kwargs": {"root": str(sandboxes)}})
+    record, rollout, _ = run_cli_rollout(
+        tmp_path,
+        scripted_llm,
+        "claude-code",
+        "anthropic",
+        time_limit=4,
+        environment={"backend_kwargs": {"root": str(sandboxes)}},
+    )
     assert record.exit_status == "time_limit" and "agent.time_limit" in (record.error or "")
     assert time.monotonic() - start < 120
     assert _processes_under(sandboxes) == []
@@ -54,8 +59,9 @@ def test_a_cli_that_never_ends_is_killed_at_the_time_limit_with_its_whole_tree(t
 
 def test_the_step_limit_is_the_clis_own_turn_limit(tmp_path: Path, scripted_llm) -> None:
     scripted_llm.set_responder(READ_FOREVER)  # a model that never finishes
-    record, rollout, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", step_limit=2,
-                                         exit_code=None)
+    record, rollout, _ = run_cli_rollout(
+        tmp_path, scripted_llm, "claude-code", "anthropic", step_limit=2, exit_code=None
+    )
     assert record.exit_status == "step_limit", (rollout / "instance.log").read_text()
     assert "agent.step_limit" in (record.error or "") and len(scripted_llm.requests) == 2
     assert "--max-turns 2" in (rollout / "instance.log").read_text()
@@ -69,8 +75,9 @@ def test_an_endpoint_refusing_the_key_is_a_model_auth_error(tmp_path: Path, scri
 
 
 def test_an_unknown_version_is_a_config_error_naming_package_and_version(tmp_path: Path, scripted_llm) -> None:
-    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", version="0.0.0-nope",
-                                exit_code=None)
+    record, _, _ = run_cli_rollout(
+        tmp_path, scripted_llm, "claude-code", "anthropic", version="0.0.0-nope", exit_code=None
+    )
     assert record.exit_status == "config_error"
     assert "@anthropic-ai/claude-code@0.0.0-nope does not exist" in (record.error or "")
     assert record.reward is None and scripted_llm.requests == []
@@ -79,8 +86,9 @@ def test_an_unknown_version_is_a_config_error_naming_package_and_version(tmp_pat
 def test_a_broken_payload_is_a_config_error_naming_the_file(tmp_path: Path, scripted_llm) -> None:
     broken = tmp_path / "claude-code.tar.gz"
     broken.write_bytes(b"not an archive")
-    record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic", payload_path=str(broken),
-                                exit_code=None)
+    record, _, _ = run_cli_rollout(
+        tmp_path, scripted_llm, "claude-code", "anthropic", payload_path=str(broken), exit_code=None
+    )
     assert record.exit_status == "config_error"
     assert f"agent.payload_path {broken}: broken payload" in (record.error or "")
 
@@ -98,24 +106,31 @@ def test_an_unknown_cli_stops_the_run_before_any_rollout(tmp_path: Path, scripte
 
 def test_a_sandbox_keeps_working_after_a_failed_cli(tmp_path: Path, scripted_llm) -> None:
     """Another rollout right after a crash in the same run still passes: the cache is not poisoned."""
-    scripted_llm.set_responder(turns(call("Bash", command="sed -i s/hello/goodbye/ greeting.txt"),
-                                     Reply(content="done")))
+    scripted_llm.set_responder(
+        turns(call("Bash", command="sed -i s/hello/goodbye/ greeting.txt"), Reply(content="done"))
+    )
     record, _, _ = run_cli_rollout(tmp_path, scripted_llm, "claude-code", "anthropic")
     assert (record.exit_status, record.passed) == ("submitted", True)
 
 
-def test_concurrent_rollouts_install_once_and_all_pass(tmp_path: Path, scripted_llm,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_concurrent_rollouts_install_once_and_all_pass(
+    tmp_path: Path, scripted_llm, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two rollouts start together on an empty cache: one installs, the other waits for it."""
     needs_npm()
     monkeypatch.setenv("MIMOAGENT_CACHE_DIR", str(tmp_path / "fresh-cache"))
-    scripted_llm.set_responder(turns(call("Bash", command="sed -i s/hello/goodbye/ greeting.txt"),
-                                     Reply(content="done")))
+    scripted_llm.set_responder(
+        turns(call("Bash", command="sed -i s/hello/goodbye/ greeting.txt"), Reply(content="done"))
+    )
     data = write_tasks(tmp_path, n=2)
     cfg = write_cli_config(tmp_path, "claude", "claude-code", "anthropic")
     out = tmp_path / "out"
-    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--workers", "2"], scripted_llm,
-                   "anthropic", timeout=900)
+    proc = run_cli(
+        ["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--workers", "2"],
+        scripted_llm,
+        "anthropic",
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr
     records = ResultsStore(out).load().values()
     assert [(r.exit_status, r.passed) for r in records] == [("submitted", True)] * 2

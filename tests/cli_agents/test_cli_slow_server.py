@@ -17,8 +17,9 @@ LIMIT = 15.0
 def test_a_trickling_endpoint_cannot_hold_a_cli_rollout_past_its_time_limit(tmp_path: Path) -> None:
     with SlowServer("trickle", interval=1.0) as server:
         start = time.monotonic()
-        record, rollout, _ = run_cli_rollout(tmp_path, server, "mini-swe-agent", "chat", exit_code=None,
-                                             time_limit=LIMIT)
+        record, rollout, _ = run_cli_rollout(
+            tmp_path, server, "mini-swe-agent", "chat", exit_code=None, time_limit=LIMIT
+        )
         took = time.monotonic() - start
         assert server.wait_closed(10), "the proxy kept the upstream connection after the rollout"
     log = (rollout / "instance.log").read_text()

@@ -12,10 +12,12 @@ from tests.cli_agents.conftest import leaked_files, recorded_calls, run_cli_roll
 from tests.core.conftest import SECRET
 
 READ_REPLACE_DONE = scripted_in_workdir(
-    lambda w: Reply(content="Looking.", tool_calls=[("read_file", {"file_path": f"{w}/greeting.txt"})],
-                    reasoning="hmm"),
-    lambda w: call("replace", file_path=f"{w}/greeting.txt", old_string="hello", new_string="goodbye",
-                   instruction="say goodbye"),
+    lambda w: Reply(
+        content="Looking.", tool_calls=[("read_file", {"file_path": f"{w}/greeting.txt"})], reasoning="hmm"
+    ),
+    lambda w: call(
+        "replace", file_path=f"{w}/greeting.txt", old_string="hello", new_string="goodbye", instruction="say goodbye"
+    ),
     lambda w: Reply(content="greeting.txt says goodbye now."),
 )
 
@@ -23,8 +25,9 @@ READ_REPLACE_DONE = scripted_in_workdir(
 def test_gemini_cli_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> None:
     scripted_llm.set_responder(READ_REPLACE_DONE)
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "gemini-cli", "gemini")
-    assert (record.exit_status, record.passed, record.steps) == (ExitStatus.SUBMITTED, True, 3), \
-        (rollout / "instance.log").read_text()
+    assert (record.exit_status, record.passed, record.steps) == (ExitStatus.SUBMITTED, True, 3), (
+        rollout / "instance.log"
+    ).read_text()
     roles = [m.role for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert traj.messages[2].reasoning == "hmm" and traj.messages[2].content == "Looking."

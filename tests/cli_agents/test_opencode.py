@@ -21,8 +21,9 @@ READ_EDIT_DONE = scripted_in_workdir(
 def test_opencode_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> None:
     scripted_llm.set_responder(READ_EDIT_DONE)
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "opencode", "chat")
-    assert (record.exit_status, record.passed, record.steps) == (ExitStatus.SUBMITTED, True, 3), \
-        (rollout / "instance.log").read_text()
+    assert (record.exit_status, record.passed, record.steps) == (ExitStatus.SUBMITTED, True, 3), (
+        rollout / "instance.log"
+    ).read_text()
     roles = [m.role for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert traj.messages[2].reasoning == "hmm"

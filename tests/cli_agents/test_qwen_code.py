@@ -12,8 +12,9 @@ from tests.cli_agents.conftest import leaked_files, recorded_calls, run_cli_roll
 from tests.core.conftest import SECRET
 
 READ_EDIT_DONE = scripted_in_workdir(
-    lambda w: Reply(content="Looking.", tool_calls=[("read_file", {"file_path": f"{w}/greeting.txt"})],
-                    reasoning="hmm"),
+    lambda w: Reply(
+        content="Looking.", tool_calls=[("read_file", {"file_path": f"{w}/greeting.txt"})], reasoning="hmm"
+    ),
     lambda w: call("edit", file_path=f"{w}/greeting.txt", old_string="hello", new_string="goodbye"),
     lambda w: Reply(content="greeting.txt says goodbye now."),
 )
@@ -22,8 +23,9 @@ READ_EDIT_DONE = scripted_in_workdir(
 def test_qwen_code_edits_the_file_and_passes(tmp_path: Path, scripted_llm) -> None:
     scripted_llm.set_responder(READ_EDIT_DONE)
     record, rollout, traj = run_cli_rollout(tmp_path, scripted_llm, "qwen-code", "chat")
-    assert (record.exit_status, record.passed, record.steps) == (ExitStatus.SUBMITTED, True, 3), \
-        (rollout / "instance.log").read_text()
+    assert (record.exit_status, record.passed, record.steps) == (ExitStatus.SUBMITTED, True, 3), (
+        rollout / "instance.log"
+    ).read_text()
     roles = [m.role for m in traj.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
     assert traj.messages[2].reasoning == "hmm" and traj.messages[2].content == "Looking."

@@ -20,10 +20,21 @@ def base_url(server, protocol: str) -> str:
 def run_cli(
     args: list[str], server, protocol: str = "chat", timeout: float = 120, **popen
 ) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(server, protocol), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0"}
-    return subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=env, text=True,
-                          capture_output=True, timeout=timeout, **popen)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(server, protocol),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "mimo_core.cli", *args],
+        cwd=REPO,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+        **popen,
+    )
 
 
 @pytest.fixture

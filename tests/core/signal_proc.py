@@ -20,8 +20,9 @@ from mimo_core.environments.local.procs import SANDBOX_VAR, marked_pids
 
 def main() -> None:
     install()
-    env = LocalEnvironment(SandboxSpec(cwd="/testbed", timeout=120),
-                           EnvironmentConfig(backend_kwargs={"root": sys.argv[1]}))
+    env = LocalEnvironment(
+        SandboxSpec(cwd="/testbed", timeout=120), EnvironmentConfig(backend_kwargs={"root": sys.argv[1]})
+    )
     env.start()
     threading.Thread(target=env.execute, args=("sleep 60",), name="rollout-0", daemon=True).start()
     while not marked_pids(SANDBOX_VAR, env.sandbox_id):

@@ -23,8 +23,10 @@ def _script() -> object:
     return turns(
         Reply(tool_calls=[("bash", {"command": "cat big.txt"})], reasoning="look first"),
         call("bash", command="echo one"),
-        Reply(content="thinking aloud", tool_calls=[("bash", {"command": "echo two"}),
-                                                     ("bash", {"command": "echo three"})]),
+        Reply(
+            content="thinking aloud",
+            tool_calls=[("bash", {"command": "echo two"}), ("bash", {"command": "echo three"})],
+        ),
         call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
         call("submit"),
     )
@@ -90,7 +92,8 @@ def test_calls_recorded_out_of_order_read_back_in_step_order(tmp_path: Path) -> 
     for n in (1, 3, 2, 4):
         writer.record(n, bodies[n], {"n": n})
     assert [(s.step, s.request, s.response) for s in iter_steps(tmp_path)] == [
-        (n, bodies[n], {"n": n}) for n in range(1, 5)]
+        (n, bodies[n], {"n": n}) for n in range(1, 5)
+    ]
     assert read_step(tmp_path, 4).request == bodies[4]
 
 
@@ -159,8 +162,13 @@ def test_folders_of_the_earlier_formats_are_still_read(tmp_path: Path) -> None:
 
     second = {"model": "m", "messages": [*body["messages"], {"role": "assistant", "content": "a"}]}
     appended = {"messages": {"keep": 1, "append": [second["messages"][1]]}}
-    delta = {"step": 2, "prev": 1, "request_delta": {"lists": appended},
-             "request_sha1": hashlib.sha1(encode_body(second).encode()).hexdigest(), "response": {"id": "r2"}}
+    delta = {
+        "step": 2,
+        "prev": 1,
+        "request_delta": {"lists": appended},
+        "request_sha1": hashlib.sha1(encode_body(second).encode()).hexdigest(),
+        "response": {"id": "r2"},
+    }
     (tmp_path / "step_0002.json").write_text(json.dumps(delta))
     assert steps(tmp_path) == [1, 2] and read_step(tmp_path, 2).request == second
     assert [s.request_bytes for s in iter_steps(tmp_path)] == [encode_body(body).encode(), encode_body(second).encode()]

@@ -40,8 +40,11 @@ def test_an_output_folder_that_cannot_be_one(workdir: Path, scripted_llm, where:
     blocker.write_text("not a folder\n")
     out = {"file": blocker, "under_file": blocker / "sub" / "out", "unwritable": Path("/proc/mimo-out")}[where]
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm)
-    expected = {"file": "is a file, not a folder", "under_file": "is a file, so no folder can be made",
-                "unwritable": "cannot write there"}[where]
+    expected = {
+        "file": "is a file, not a folder",
+        "under_file": "is a file, so no folder can be made",
+        "unwritable": "cannot write there",
+    }[where]
     _check_refused(proc, workdir / "nowhere", scripted_llm, f"-o {out}: ")
     assert expected in proc.stderr
     assert blocker.read_text() == "not a folder\n"
@@ -66,8 +69,18 @@ def test_a_negative_timeout(workdir: Path, scripted_llm) -> None:
 def test_a_repo_archive_that_is_not_base64(workdir: Path, scripted_llm) -> None:
     cfg, out = write_config(workdir, "cfg"), workdir / "out"
     data = workdir / "bad.jsonl"
-    data.write_text(json.dumps({"instance_id": "a", "dataset_type": "generic", "repo_archive": "%%% not base64",
-                                "problem_statement": "x", "eval_script": "true"}) + "\n")
+    data.write_text(
+        json.dumps(
+            {
+                "instance_id": "a",
+                "dataset_type": "generic",
+                "repo_archive": "%%% not base64",
+                "problem_statement": "x",
+                "eval_script": "true",
+            }
+        )
+        + "\n"
+    )
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm)
     _check_refused(proc, out, scripted_llm, "row 1: field repo_archive")
     assert "not valid base64" in proc.stderr and not out.exists()
@@ -92,11 +105,9 @@ def test_a_filter_that_selects_nothing_says_so(workdir: Path, scripted_llm) -> N
 def test_a_key_given_on_the_command_line_is_refused(workdir: Path, scripted_llm) -> None:
     data, cfg, out = write_tasks(workdir), write_config(workdir, "cfg"), workdir / "out"
     literal = '{"model": {"model_kwargs": {"api_key": "sk-live-123456"}}}'
-    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--override-config", literal],
-                   scripted_llm)
+    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--override-config", literal], scripted_llm)
     _check_refused(proc, out, scripted_llm, "--override-config: model.model_kwargs.api_key: a secret on the command")
     assert "sk-live-123456" not in proc.stderr
     reference = '{"model": {"model_kwargs": {"api_key": "${MIMO_TEST_API_KEY}", "max_output_tokens": 64}}}'
-    ok = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--override-config", reference],
-                 scripted_llm)
+    ok = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--override-config", reference], scripted_llm)
     assert ok.returncode == 0, ok.stderr

@@ -19,10 +19,21 @@ from tests.core.conftest import SECRET, base_url
 
 def _run(args: list[str], server, cwd: Path) -> subprocess.CompletedProcess:
     """The CLI in `cwd` (the test's own folder: an input wrongly accepted as "here" writes nowhere else)."""
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(server, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0"}
-    return subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=cwd, env=env, text=True,
-                          capture_output=True, timeout=60, preexec_fn=bounded)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(server, "chat"),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "mimo_core.cli", *args],
+        cwd=cwd,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=60,
+        preexec_fn=bounded,
+    )
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -11,9 +11,10 @@ from testkit.scripted_llm import ScriptedLLM, call, turns
 from tests.core.test_limits import run_inprocess
 
 
-@pytest.mark.parametrize("command", ['rm -rf "$PWD"', 'cd / && rm -rf "$OLDPWD"', 'rm -rf ./* ./.[!.]*'])
-def test_an_agent_that_destroys_its_working_directory_gets_its_own_status(command: str, workdir: Path,
-                                                                         monkeypatch) -> None:
+@pytest.mark.parametrize("command", ['rm -rf "$PWD"', 'cd / && rm -rf "$OLDPWD"', "rm -rf ./* ./.[!.]*"])
+def test_an_agent_that_destroys_its_working_directory_gets_its_own_status(
+    command: str, workdir: Path, monkeypatch
+) -> None:
     with ScriptedLLM(turns(call("bash", command=command), call("submit"))) as server:
         rec = run_inprocess(workdir, server, monkeypatch)
     assert (rec.exit_status, rec.infra_error, rec.reward, rec.passed) == ("agent_error", False, 0.0, False)

@@ -17,8 +17,14 @@ from tests.core.test_fast_stop import _killed_on_exit, _start, _wait_for_request
 
 
 def _cleanup(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mimo_core.cli", "cleanup", *args], cwd=REPO, text=True,
-                          capture_output=True, timeout=120, env={**os.environ})
+    return subprocess.run(
+        [sys.executable, "-m", "mimo_core.cli", "cleanup", *args],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ},
+    )
 
 
 def test_cleanup_leaves_a_live_runs_sandboxes_alone_and_says_so(workdir: Path, scripted_llm) -> None:

@@ -31,9 +31,12 @@ def test_mistyped_value_names_file_and_dotted_path(tmp_path: Path) -> None:
 def test_env_vars_expand_with_defaults(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MIMO_T_MODEL", "m-1")
     monkeypatch.delenv("MIMO_T_UNSET", raising=False)
-    p = _write(tmp_path, 'model:\n  model_name: "${MIMO_T_MODEL}"\n  model_kwargs:\n'
-                         '    base_url: "${MIMO_T_UNSET:-http://x/v1}"\n    temperature: "${MIMO_T_UNSET:-0.5}"\n'
-                         'agent:\n  step_limit: "${MIMO_T_UNSET:-7}"\n')
+    p = _write(
+        tmp_path,
+        'model:\n  model_name: "${MIMO_T_MODEL}"\n  model_kwargs:\n'
+        '    base_url: "${MIMO_T_UNSET:-http://x/v1}"\n    temperature: "${MIMO_T_UNSET:-0.5}"\n'
+        'agent:\n  step_limit: "${MIMO_T_UNSET:-7}"\n',
+    )
     cfg = read_config(p).config
     assert cfg.model.model_name == "m-1"
     assert cfg.model.model_kwargs["base_url"] == "http://x/v1"
@@ -89,9 +92,12 @@ def test_unknown_agent_type_and_backend_are_config_errors(tmp_path: Path) -> Non
 def test_anchors_merge_keys_and_numbers_as_text_still_load(tmp_path: Path) -> None:
     """The limits refuse bombs and duplicates, not ordinary YAML: anchors, `<<` merges (whose keys an
     explicit key overrides) and numbers written as text keep working."""
-    p = _write(tmp_path, "model: &m\n  model_name: m-1\n  retry: {max_attempts: 2, timeout: '9'}\n"
-                         "environment:\n  judge_agent:\n    model:\n      <<: *m\n      model_name: judge-1\n"
-                         "agent:\n  step_limit: '12'\n")
+    p = _write(
+        tmp_path,
+        "model: &m\n  model_name: m-1\n  retry: {max_attempts: 2, timeout: '9'}\n"
+        "environment:\n  judge_agent:\n    model:\n      <<: *m\n      model_name: judge-1\n"
+        "agent:\n  step_limit: '12'\n",
+    )
     cfg = read_config(p).config
     assert cfg.model.retry.max_attempts == 2 and cfg.model.retry.timeout == 9.0 and cfg.agent.step_limit == 12
     judge = cfg.environment.judge_agent
@@ -100,6 +106,9 @@ def test_anchors_merge_keys_and_numbers_as_text_still_load(tmp_path: Path) -> No
 
 def test_a_key_given_twice_is_an_error_naming_it(tmp_path: Path) -> None:
     p = _write(tmp_path, "agent:\n  step_limit: 5\n  cost_limit: 1\n  step_limit: 50\n")
-    with pytest.raises(ConfigError, match=r"profile\.yaml: invalid YAML: .*found the key 'step_limit' twice "
-                                          r"\(line 4, column 3\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"profile\.yaml: invalid YAML: .*found the key 'step_limit' twice "
+        r"\(line 4, column 3\)",
+    ):
         read_config(p)

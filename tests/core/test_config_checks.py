@@ -42,22 +42,33 @@ def _config(tmp_path: Path, patch: dict) -> Path:
 JUDGE = {"judge_agent": {"agent": {"type": "judge", "instance_template": "{% for r in rubrics %}"}}}
 LOAD_TIME_ERRORS = {
     "judge_as_main_agent": ({"agent": {"type": "judge"}}, "agent.type: 'judge' cannot be the main agent"),
-    "local_backend_kwarg_unknown": ({"environment": {"backend_kwargs": {"rooot": "/tmp"}}},
-                                    "environment.backend_kwargs (local): rooot: unknown key"),
-    "docker_backend_kwarg_unknown": ({"environment": {"environment_class": "docker",
-                                                      "backend_kwargs": {"network": "host"}}},
-                                     "environment.backend_kwargs (docker): network: unknown key"),
-    "template_syntax_error": ({"agent": {"system_template": "Work in {{ cwd }"}},
-                              "agent.system_template: template syntax error at line 1"),
-    "judge_template_syntax_error": ({"environment": JUDGE},
-                                    "environment.judge_agent.agent.instance_template: template syntax error"),
-    "unknown_tool": ({"agent": {"tools": [{"tool": "bash"}, {"tool": "browser"}]}},
-                     "agent.tools[1].tool: unknown tool 'browser'"),
+    "local_backend_kwarg_unknown": (
+        {"environment": {"backend_kwargs": {"rooot": "/tmp"}}},
+        "environment.backend_kwargs (local): rooot: unknown key",
+    ),
+    "docker_backend_kwarg_unknown": (
+        {"environment": {"environment_class": "docker", "backend_kwargs": {"network": "host"}}},
+        "environment.backend_kwargs (docker): network: unknown key",
+    ),
+    "template_syntax_error": (
+        {"agent": {"system_template": "Work in {{ cwd }"}},
+        "agent.system_template: template syntax error at line 1",
+    ),
+    "judge_template_syntax_error": (
+        {"environment": JUDGE},
+        "environment.judge_agent.agent.instance_template: template syntax error",
+    ),
+    "unknown_tool": (
+        {"agent": {"tools": [{"tool": "bash"}, {"tool": "browser"}]}},
+        "agent.tools[1].tool: unknown tool 'browser'",
+    ),
     "negative_command_timeout": ({"environment": {"timeout": -1}}, "environment.timeout: Input should be greater"),
     "negative_startup_timeout": ({"environment": {"startup_timeout": -5}}, "environment.startup_timeout"),
     "negative_request_timeout": ({"model": {"retry": {"timeout": -1}}}, "model.retry.timeout"),
-    "negative_bash_timeout": ({"agent": {"tools": [{"tool": "bash", "config": {"timeout": -2}}]}},
-                              "agent.tools[0].config: timeout: Input should be greater than 0"),
+    "negative_bash_timeout": (
+        {"agent": {"tools": [{"tool": "bash", "config": {"timeout": -2}}]}},
+        "agent.tools[0].config: timeout: Input should be greater than 0",
+    ),
     "negative_time_limit": ({"agent": {"time_limit": -1}}, "agent.time_limit"),
 }
 
@@ -84,8 +95,9 @@ def _cli_fails(tmp_path: Path, capsys, config: Path, data: Path) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("case", ["judge_as_main_agent", "template_syntax_error", "unknown_tool",
-                                  "negative_command_timeout"])
+@pytest.mark.parametrize(
+    "case", ["judge_as_main_agent", "template_syntax_error", "unknown_tool", "negative_command_timeout"]
+)
 def test_cli_exits_2_with_one_line_before_any_sandbox(tmp_path: Path, capsys, case: str) -> None:
     patch, message = LOAD_TIME_ERRORS[case]
     line = _cli_fails(tmp_path, capsys, _config(tmp_path, patch), write_tasks(tmp_path))
@@ -107,10 +119,23 @@ def test_judge_template_variable_no_row_provides_fails_before_any_sandbox(tmp_pa
 def _rows_with_and_without_hint(folder: Path) -> Path:
     (folder / "repo").mkdir(parents=True, exist_ok=True)
     (folder / "repo" / "greeting.txt").write_text("hello\n")
-    rows = [{"instance_id": "with-hint", "hint": "use the edit tool", "dataset_type": "generic",
-             "repo_dir": "repo", "eval_script": EVAL, "problem_statement": "Make greeting.txt say goodbye."},
-            {"instance_id": "no-hint", "dataset_type": "generic", "repo_dir": "repo", "eval_script": EVAL,
-             "problem_statement": "Make greeting.txt say goodbye."}]
+    rows = [
+        {
+            "instance_id": "with-hint",
+            "hint": "use the edit tool",
+            "dataset_type": "generic",
+            "repo_dir": "repo",
+            "eval_script": EVAL,
+            "problem_statement": "Make greeting.txt say goodbye.",
+        },
+        {
+            "instance_id": "no-hint",
+            "dataset_type": "generic",
+            "repo_dir": "repo",
+            "eval_script": EVAL,
+            "problem_statement": "Make greeting.txt say goodbye.",
+        },
+    ]
     path = folder / "tasks.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -126,8 +151,9 @@ def test_row_specific_config_error_is_reported_once_and_rerun_only_after_the_con
 ) -> None:
     monkeypatch.setenv("MIMO_TEST_BASE_URL", base_url(scripted_llm, "chat"))
     monkeypatch.setenv("MIMO_TEST_API_KEY", SECRET)
-    scripted_llm.set_responder(turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
-                                     call("submit")))
+    scripted_llm.set_responder(
+        turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
+    )
     tasks = load_tasks(str(_rows_with_and_without_hint(tmp_path)))
     out = tmp_path / "out"
     config_path = write_config(tmp_path, "cfg", instance_template="{{ task }} Hint: {{ hint }}")

@@ -26,9 +26,19 @@ def test_a_recalc_error_says_why_on_its_line(workdir: Path, scripted_llm) -> Non
     (workdir / "repo").mkdir()
     (workdir / "repo" / "f.txt").write_text("x\n")
     data = workdir / "rows.jsonl"
-    data.write_text(json.dumps({"instance_id": "no-reward", "dataset_type": "generic", "repo_dir": "repo",
-                                "problem_statement": "x", "eval_script": "echo verifier ran; exit 3",
-                                "gold_patch": ""}) + "\n")
+    data.write_text(
+        json.dumps(
+            {
+                "instance_id": "no-reward",
+                "dataset_type": "generic",
+                "repo_dir": "repo",
+                "problem_statement": "x",
+                "eval_script": "echo verifier ran; exit 3",
+                "gold_patch": "",
+            }
+        )
+        + "\n"
+    )
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--recalc-input", "gt"], scripted_llm)
     [line] = [ln for ln in proc.stdout.splitlines() if ln.startswith("no-reward [cfg#0]: ")]
     assert line.startswith("no-reward [cfg#0]: Recalculated - Error (") and "reward" in line, line

@@ -23,8 +23,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 400 KiB tmpfs (room for a handful of rollouts), unmounted after the test."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(mnt)], capture_output=True,
-                             text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         unavailable(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
     try:
@@ -55,8 +56,7 @@ def test_a_full_disk_stops_the_run_and_loses_nothing_finished(workdir: Path, scr
     assert len(lines) == 20
 
 
-def test_below_the_low_water_mark_no_rollout_starts_and_the_run_says_why(workdir: Path, scripted_llm,
-                                                                         small_disk: Path):
+def test_below_the_low_water_mark_no_rollout_starts_and_the_run_says_why(workdir: Path, scripted_llm, small_disk: Path):
     """The host's free space under environment.host_min_free_mb: the run stops before starting rollouts
     (a neighbour filling the disk cannot take the ones after it down), and resumes once there is room."""
     scripted_llm.set_responder(SOLVE)

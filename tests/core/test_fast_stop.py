@@ -29,11 +29,32 @@ def _start(workdir: Path, server, n: int = 2) -> tuple[subprocess.Popen, Path, P
     doc["environment"]["backend_kwargs"] = {"root": str(sandboxes)}
     doc["environment"]["timeout"] = 120
     cfg.write_text(yaml.safe_dump(doc))
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(server, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0"}
-    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data),
-                             "-o", str(out), "--workers", str(n)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(server, "chat"),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mimo_core.cli",
+            "-c",
+            str(cfg),
+            "--dataset",
+            str(data),
+            "-o",
+            str(out),
+            "--workers",
+            str(n),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, out, sandboxes
 
 
@@ -79,8 +100,11 @@ def _stop(proc: subprocess.Popen, signals: list[signal.Signals], timeout: float 
     return time.monotonic() - start, err
 
 
-@pytest.mark.parametrize("signals", [[signal.SIGTERM], [signal.SIGTERM, signal.SIGTERM], [signal.SIGHUP],
-                                     [signal.SIGHUP, signal.SIGTERM]], ids=["TERM", "TERM-TERM", "HUP", "HUP-TERM"])
+@pytest.mark.parametrize(
+    "signals",
+    [[signal.SIGTERM], [signal.SIGTERM, signal.SIGTERM], [signal.SIGHUP], [signal.SIGHUP, signal.SIGTERM]],
+    ids=["TERM", "TERM-TERM", "HUP", "HUP-TERM"],
+)
 def test_sigterm_during_a_long_command_stops_within_seconds(workdir: Path, scripted_llm, signals) -> None:
     scripted_llm.set_responder(turns(call("bash", command="sleep 60"), call("submit")))
     proc, out, sandboxes = _start(workdir, scripted_llm)
@@ -108,8 +132,13 @@ def test_a_second_signal_stops_while_the_first_one_holds_a_sandbox_lock(workdir:
     sandbox is gone."""
     root = workdir / "sandboxes"
     root.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "tests.core.signal_proc", str(root)], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.core.signal_proc", str(root)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     with _killed_on_exit(proc):
         assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
         took, err = _stop(proc, [signal.SIGTERM, signal.SIGTERM], timeout=30)
@@ -158,11 +187,21 @@ def test_sigterm_during_repository_setup_stops_within_seconds(workdir: Path, scr
     doc = yaml.safe_load(cfg.read_text())
     doc["environment"]["backend_kwargs"] = {"root": str(sandboxes)}
     cfg.write_text(yaml.safe_dump(doc))
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0", "TMPDIR": str(tmp)}
-    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data),
-                             "-o", str(out)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+        "TMPDIR": str(tmp),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data), "-o", str(out)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     with _killed_on_exit(proc):
         _wait_for_setup(tmp, proc)
         took, err = _stop(proc, [signal.SIGTERM] * signals)
@@ -183,8 +222,13 @@ def test_a_run_that_ends_before_the_stop_unwinds_it_still_exits_130_without_a_tr
     """Under load the first signal's cancel can end every rollout before the unwind reaches the main
     thread: the run then returned the infrastructure-error code (3), and the unwind landed in an exit
     hook as a KeyboardInterrupt traceback. A stopped run exits 130 however its rollouts ended."""
-    proc = subprocess.run([sys.executable, "-m", "tests.core.late_unwind_proc", str(workdir / "missing.yaml")],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.core.late_unwind_proc", str(workdir / "missing.yaml")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "main returned 130" in proc.stdout, proc.stdout + proc.stderr
     assert proc.returncode == 130, proc.stderr
     assert "Traceback" not in proc.stderr and "KeyboardInterrupt" not in proc.stderr, proc.stderr

@@ -72,8 +72,13 @@ def test_text_only_reply_counts_as_malformed(workdir: Path, scripted_llm, monkey
     assert "no tool call" in scripted_llm.requests[1].body["messages"][-1]["content"]
 
 
-OVERFLOW = {"error": {"message": "This model's maximum context length is 8192 tokens",
-                      "type": "invalid_request_error", "code": "context_length_exceeded"}}
+OVERFLOW = {
+    "error": {
+        "message": "This model's maximum context length is 8192 tokens",
+        "type": "invalid_request_error",
+        "code": "context_length_exceeded",
+    }
+}
 
 
 def test_context_window_overflow_ends_without_retry(workdir: Path, scripted_llm, monkeypatch) -> None:

@@ -32,30 +32,114 @@ MEMORY_BOUND = 64 << 20  # bytes allocated at the peak of one load
 FUZZ = settings(max_examples=150, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.integers(min_value=-(10**40), max_value=10**40),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(10**40), max_value=10**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=40),
     st.text(alphabet=st.characters(codec="utf-8", categories=["Cc", "Zl", "Zs", "Lo", "So"]), max_size=10),
-    st.sampled_from(["", " ", "/", "..", "../../x", "/etc", "a/b", "${HOME}", "${NOPE}", "${NOPE:-3}", "true",
-                     "1e999", "nan", "http://", "ftp://x", "*", "~", "null", "{{ task", "-1", "0"]),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "/",
+            "..",
+            "../../x",
+            "/etc",
+            "a/b",
+            "${HOME}",
+            "${NOPE}",
+            "${NOPE:-3}",
+            "true",
+            "1e999",
+            "nan",
+            "http://",
+            "ftp://x",
+            "*",
+            "~",
+            "null",
+            "{{ task",
+            "-1",
+            "0",
+        ]
+    ),
 )
-values = st.recursive(scalars, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
-    st.one_of(st.text(max_size=12), st.sampled_from(["agent", "model", "type", "step_limit", "timeout",
-                                                    "environment", "cwd", "base_url", "instance_id"])),
-    kids, max_size=4), max_leaves=30)
+values = st.recursive(
+    scalars,
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(
+            st.one_of(
+                st.text(max_size=12),
+                st.sampled_from(
+                    ["agent", "model", "type", "step_limit", "timeout", "environment", "cwd", "base_url", "instance_id"]
+                ),
+            ),
+            kids,
+            max_size=4,
+        )
+    ),
+    max_leaves=30,
+)
 
-CONFIG_PATHS = [("agent",), ("agent", "type"), ("agent", "step_limit"), ("agent", "time_limit"),
-                ("agent", "cost_limit"), ("agent", "tools"), ("agent", "system_template"),
-                ("agent", "instance_template"), ("agent", "cli_args"), ("environment",),
-                ("environment", "timeout"), ("environment", "cwd"), ("environment", "environment_class"),
-                ("environment", "sandbox"), ("environment", "backend_kwargs"), ("environment", "env"),
-                ("environment", "judge_agent"), ("model",), ("model", "model_name"), ("model", "protocol"),
-                ("model", "model_kwargs"), ("model", "model_kwargs", "base_url"), ("model", "retry"),
-                ("model", "retry", "timeout"), ("model", "retry", "max_attempts"), ("model", "pricing"),
-                ("model", "pricing", "input"), ("grading",), ("grading", "collect"), ("use_dataset_env",),
-                ("x-unknown",)]
-ROW_FIELDS = ["instance_id", "id", "dataset_type", "problem_statement", "cwd", "repo_dir", "repo_archive",
-              "eval_script", "eval_timeout", "test_files", "env", "image", "rubric", "cpus", "memory_mb",
-              "network", "collect", "verifier_mode", "FAIL_TO_PASS", "gold_patch", "metadata", "extra"]
+CONFIG_PATHS = [
+    ("agent",),
+    ("agent", "type"),
+    ("agent", "step_limit"),
+    ("agent", "time_limit"),
+    ("agent", "cost_limit"),
+    ("agent", "tools"),
+    ("agent", "system_template"),
+    ("agent", "instance_template"),
+    ("agent", "cli_args"),
+    ("environment",),
+    ("environment", "timeout"),
+    ("environment", "cwd"),
+    ("environment", "environment_class"),
+    ("environment", "sandbox"),
+    ("environment", "backend_kwargs"),
+    ("environment", "env"),
+    ("environment", "judge_agent"),
+    ("model",),
+    ("model", "model_name"),
+    ("model", "protocol"),
+    ("model", "model_kwargs"),
+    ("model", "model_kwargs", "base_url"),
+    ("model", "retry"),
+    ("model", "retry", "timeout"),
+    ("model", "retry", "max_attempts"),
+    ("model", "pricing"),
+    ("model", "pricing", "input"),
+    ("grading",),
+    ("grading", "collect"),
+    ("use_dataset_env",),
+    ("x-unknown",),
+]
+ROW_FIELDS = [
+    "instance_id",
+    "id",
+    "dataset_type",
+    "problem_statement",
+    "cwd",
+    "repo_dir",
+    "repo_archive",
+    "eval_script",
+    "eval_timeout",
+    "test_files",
+    "env",
+    "image",
+    "rubric",
+    "cpus",
+    "memory_mb",
+    "network",
+    "collect",
+    "verifier_mode",
+    "FAIL_TO_PASS",
+    "gold_patch",
+    "metadata",
+    "extra",
+]
 
 
 @contextmanager
@@ -72,8 +156,9 @@ def bounded() -> Iterator[None]:
 def _plain_config(folder: Path) -> Path:
     """The test kit's config with its endpoint written in (no environment variables needed here)."""
     path = write_config(folder, "cfg")
-    path.write_text(path.read_text().replace("${MIMO_TEST_BASE_URL}", "http://127.0.0.1:1/v1")
-                    .replace("${MIMO_TEST_API_KEY}", "k"))
+    path.write_text(
+        path.read_text().replace("${MIMO_TEST_BASE_URL}", "http://127.0.0.1:1/v1").replace("${MIMO_TEST_API_KEY}", "k")
+    )
     return path
 
 
@@ -98,10 +183,14 @@ def _encode(text: str, encoding: str) -> bytes:
 
 
 @FUZZ
-@given(grafts=st.lists(st.tuples(st.sampled_from(CONFIG_PATHS), values), min_size=1, max_size=4),
-       encoding=st.sampled_from(["utf-8", "utf-16", "latin-1"]), mangle=st.sampled_from(["none", "cut", "tabs"]))
-def test_any_config_loads_or_is_one_config_error(grafts: list[tuple[tuple[str, ...], Any]], encoding: str,
-                                                 mangle: str) -> None:
+@given(
+    grafts=st.lists(st.tuples(st.sampled_from(CONFIG_PATHS), values), min_size=1, max_size=4),
+    encoding=st.sampled_from(["utf-8", "utf-16", "latin-1"]),
+    mangle=st.sampled_from(["none", "cut", "tabs"]),
+)
+def test_any_config_loads_or_is_one_config_error(
+    grafts: list[tuple[tuple[str, ...], Any]], encoding: str, mangle: str
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = _plain_config(Path(tmp))
         doc = yaml.safe_load(base.read_text())
@@ -148,18 +237,33 @@ def _line(row: Any, raw: bytes | None) -> bytes:
 
 
 @FUZZ
-@given(rows=st.lists(st.tuples(st.dictionaries(st.sampled_from(ROW_FIELDS), values, max_size=8),
-                               st.none() | st.binary(max_size=60)), min_size=1, max_size=3),
-       start_valid=st.booleans())
-def test_any_row_loads_or_is_one_dataset_error(rows: list[tuple[dict[str, Any], bytes | None]],
-                                               start_valid: bool) -> None:
+@given(
+    rows=st.lists(
+        st.tuples(st.dictionaries(st.sampled_from(ROW_FIELDS), values, max_size=8), st.none() | st.binary(max_size=60)),
+        min_size=1,
+        max_size=3,
+    ),
+    start_valid=st.booleans(),
+)
+def test_any_row_loads_or_is_one_dataset_error(
+    rows: list[tuple[dict[str, Any], bytes | None]], start_valid: bool
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "repo").mkdir()
         lines = []
         for i, (fields, raw) in enumerate(rows):
-            row = ({"instance_id": f"r{i}", "dataset_type": "generic", "repo_dir": "repo", "eval_script": EVAL,
-                    "problem_statement": "x"} if start_valid else {})
+            row = (
+                {
+                    "instance_id": f"r{i}",
+                    "dataset_type": "generic",
+                    "repo_dir": "repo",
+                    "eval_script": EVAL,
+                    "problem_statement": "x",
+                }
+                if start_valid
+                else {}
+            )
             row.update(fields)
             lines.append(_line(row, raw))
         data = folder / "rows.jsonl"

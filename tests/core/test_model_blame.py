@@ -37,8 +37,7 @@ def test_a_key_echoed_by_the_endpoint_lands_in_no_output_file(workdir: Path, scr
 
 
 def test_an_html_page_with_status_200_is_a_model_error_not_a_format_error(workdir: Path, scripted_llm, monkeypatch):
-    scripted_llm.inject(200, times=10, raw=b"<html><body>502 Bad Gateway</body></html>",
-                        content_type="text/html")
+    scripted_llm.inject(200, times=10, raw=b"<html><body>502 Bad Gateway</body></html>", content_type="text/html")
     rec = run_inprocess(workdir, scripted_llm, monkeypatch)
     assert (rec.exit_status, rec.infra_error, rec.reward) == (ExitStatus.MODEL_ERROR, True, None)
     assert "not JSON" in (rec.error or "") and len(scripted_llm.requests) == 3
@@ -62,8 +61,9 @@ def test_raw_newlines_inside_argument_strings_are_accepted(workdir: Path, script
 
 
 def test_a_real_parse_error_says_where_it_is(workdir: Path, scripted_llm, monkeypatch):
-    scripted_llm.set_responder(turns(Reply(tool_calls=[("bash", {})], raw_arguments={0: '{"command": "ls",, }'}),
-                                     call("submit")))
+    scripted_llm.set_responder(
+        turns(Reply(tool_calls=[("bash", {})], raw_arguments={0: '{"command": "ls",, }'}), call("submit"))
+    )
     run_inprocess(workdir, scripted_llm, monkeypatch)
     observation = scripted_llm.requests[1].body["messages"][-1]["content"]
     assert "not valid JSON" in observation and "line 1 column 18" in observation
@@ -78,7 +78,11 @@ def test_the_system_prompt_names_the_tasks_cwd_not_the_host_folder(workdir: Path
 def test_planning_after_an_endpoint_error_reruns_the_rollout(workdir: Path, scripted_llm, monkeypatch):
     scripted_llm.inject(404, body={"error": {"message": "no route"}})
     run_inprocess(workdir, scripted_llm, monkeypatch)
-    request = RunRequest(dataset=str(workdir / "tasks.jsonl"), configs=[str(workdir / "cfg.yaml")],
-                         output_dir=workdir / "out", run_id="run-2")
+    request = RunRequest(
+        dataset=str(workdir / "tasks.jsonl"),
+        configs=[str(workdir / "cfg.yaml")],
+        output_dir=workdir / "out",
+        run_id="run-2",
+    )
     jobs = plan_run(request).jobs
     assert len(jobs) == 1

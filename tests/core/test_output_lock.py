@@ -21,10 +21,20 @@ SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="
 
 def _start(args: list[str], server) -> subprocess.Popen:
     """The first run, in the background (the test waits for it in a finally)."""
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(server, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0"}
-    return subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(server, "chat"),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_a_second_run_on_the_same_output_exits_naming_the_holder(workdir: Path, scripted_llm) -> None:
@@ -53,8 +63,9 @@ def test_a_lock_left_by_a_dead_run_is_stale_and_taken(workdir: Path, scripted_ll
     scripted_llm.set_responder(SOLVE)
     data, cfg, out = write_tasks(workdir), write_config(workdir, "cfg"), workdir / "out"
     out.mkdir()
-    (out / LOCK_FILE).write_text(json.dumps({"pid": 999999, "host": socket.gethostname(), "run_id": "old",
-                                             "started": time.time() - 60}))
+    (out / LOCK_FILE).write_text(
+        json.dumps({"pid": 999999, "host": socket.gethostname(), "run_id": "old", "started": time.time() - 60})
+    )
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm)
     assert proc.returncode == 0, proc.stderr
     assert ResultsStore(out).load()

@@ -33,13 +33,25 @@ def _finish(out: Path, instance_id: str, config_name: str, k: int = 0, submissio
     """A finished rollout as `run_one` leaves it: its traj.json, then its results.jsonl line."""
     rel = f"{instance_id}/{config_name}/{k}"
     (out / rel).mkdir(parents=True, exist_ok=True)
-    traj = json.loads(TRAJ.read_text()) | {"instance_id": instance_id, "config_name": config_name,
-                                           "rollout_index": k, "submission": submission}
+    traj = json.loads(TRAJ.read_text()) | {
+        "instance_id": instance_id,
+        "config_name": config_name,
+        "rollout_index": k,
+        "submission": submission,
+    }
     (out / rel / "traj.json").write_text(json.dumps(traj))
-    ResultsStore(out).put(ResultRecord(
-        instance_id=instance_id, config_name=config_name, rollout_index=k, run_id="r0",
-        exit_status=ExitStatus.SUBMITTED,
-        output_dir=rel, reward=1.0, passed=True))
+    ResultsStore(out).put(
+        ResultRecord(
+            instance_id=instance_id,
+            config_name=config_name,
+            rollout_index=k,
+            run_id="r0",
+            exit_status=ExitStatus.SUBMITTED,
+            output_dir=rel,
+            reward=1.0,
+            passed=True,
+        )
+    )
 
 
 def test_selection_filters_shuffles_then_slices(tmp_path: Path) -> None:
@@ -126,9 +138,28 @@ def test_cli_and_evaluate_job_build_the_same_request(tmp_path: Path) -> None:
 
     data, cfg = write_tasks(tmp_path, 2), write_config(tmp_path, "a")
     out = tmp_path / "out"
-    args = build_parser().parse_args(["-c", str(cfg), "--dataset", str(data), "--filter", "greet", "--shuffle",
-                                      "--seed", "7", "--slice", "0:1", "--num-rollouts", "2", "--redo-existing",
-                                      "-o", str(out), "--run-id", "r9"])
+    args = build_parser().parse_args(
+        [
+            "-c",
+            str(cfg),
+            "--dataset",
+            str(data),
+            "--filter",
+            "greet",
+            "--shuffle",
+            "--seed",
+            "7",
+            "--slice",
+            "0:1",
+            "--num-rollouts",
+            "2",
+            "--redo-existing",
+            "-o",
+            str(out),
+            "--run-id",
+            "r9",
+        ]
+    )
     evaluate = EvaluateConfig(filter="greet", shuffle=True, seed=7, slice="0:1", num_rollouts=2, redo_existing=True)
     from_dagster = evaluate.to_request(dataset=str(data), configs=[str(cfg)], output_dir=out.resolve(), run_id="r9")
     assert cli_request(args) == from_dagster

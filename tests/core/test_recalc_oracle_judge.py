@@ -19,8 +19,10 @@ DEMO = REPO / "examples" / "demo.jsonl"
 
 def test_recalc_gt_passes_every_demo_instance(tmp_path: Path, scripted_llm) -> None:
     out = tmp_path / "demo"
-    proc = run_cli(["-c", str(REPO / "configs/demo.yaml"), "--dataset", str(DEMO), "--recalc-input", "gt",
-                    "-o", str(out)], scripted_llm)
+    proc = run_cli(
+        ["-c", str(REPO / "configs/demo.yaml"), "--dataset", str(DEMO), "--recalc-input", "gt", "-o", str(out)],
+        scripted_llm,
+    )
     assert proc.returncode == 0, proc.stderr
     n_rows = len(DEMO.read_text().splitlines())
     assert n_rows >= 5
@@ -34,8 +36,9 @@ def test_recalc_gt_passes_every_demo_instance(tmp_path: Path, scripted_llm) -> N
 def test_recalc_from_dir_regrades_saved_submissions(tmp_path: Path, scripted_llm) -> None:
     data = write_tasks(tmp_path, n=2)
     cfg = write_config(tmp_path, "cfg")
-    scripted_llm.set_responder(turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
-                                     call("submit")))
+    scripted_llm.set_responder(
+        turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
+    )
     first = tmp_path / "first"
     assert run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(first)], scripted_llm).returncode == 0
     # break one saved submission by hand, as if the agent had written something else
@@ -46,8 +49,9 @@ def test_recalc_from_dir_regrades_saved_submissions(tmp_path: Path, scripted_llm
     traj_path.write_text(json.dumps(traj))
     n_requests = len(scripted_llm.requests)
     second = tmp_path / "second"
-    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "--recalc-input", str(first), "-o", str(second)],
-                   scripted_llm)
+    proc = run_cli(
+        ["-c", str(cfg), "--dataset", str(data), "--recalc-input", str(first), "-o", str(second)], scripted_llm
+    )
     assert proc.returncode == 0, proc.stderr
     assert len(scripted_llm.requests) == n_requests
     assert "greet-0 [cfg#0]: Recalculated - Pass" in proc.stdout
@@ -63,15 +67,16 @@ def test_recalc_into_its_own_source_is_refused(tmp_path: Path, scripted_llm) -> 
     scripted_llm.set_responder(turns(call("submit")))
     out = tmp_path / "out"
     assert run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm).returncode == 0
-    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "--recalc-input", str(out), "-o", str(out)],
-                   scripted_llm)
+    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "--recalc-input", str(out), "-o", str(out)], scripted_llm)
     assert proc.returncode == 2 and "must differ from -o" in proc.stderr
 
 
 def test_oracle_agent_runs_the_reference_solution_as_a_rollout(tmp_path: Path, scripted_llm) -> None:
     out = tmp_path / "oracle"
-    proc = run_cli(["-c", str(REPO / "configs/oracle.yaml"), "--dataset", str(DEMO), "--slice", "0:3",
-                    "-o", str(out)], scripted_llm)
+    proc = run_cli(
+        ["-c", str(REPO / "configs/oracle.yaml"), "--dataset", str(DEMO), "--slice", "0:3", "-o", str(out)],
+        scripted_llm,
+    )
     assert proc.returncode == 0, proc.stderr
     records = list(ResultsStore(out).load().values())
     assert len(records) == 3 and all(r.passed for r in records)
@@ -89,8 +94,9 @@ def test_rubric_judge_scores_before_the_verifier(tmp_path: Path, scripted_llm) -
     cfg = yaml.safe_load(cfg_path.read_text())
     cfg["environment"]["judge_agent"] = {"agent": {"type": "judge", "step_limit": 5}, "model": cfg["model"]}
     cfg_path.write_text(yaml.safe_dump(cfg))
-    verdict = json.dumps({"scores": [{"index": 1, "score": 1.0, "reason": "it does"},
-                                     {"index": 2, "score": 0.5, "reason": "mostly"}]})
+    verdict = json.dumps(
+        {"scores": [{"index": 1, "score": 1.0, "reason": "it does"}, {"index": 2, "score": 0.5, "reason": "mostly"}]}
+    )
     agent = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
     judge = turns(Reply(tool_calls=[("bash", {"command": "git diff"})]), call("submit", message=verdict))
 

@@ -43,8 +43,10 @@ def test_every_encoding_of_a_registered_key_is_redacted(key: str) -> None:
         assert red.startswith("before ") and red.endswith(" after"), name
         core = text[4:-4] if len(text) > 12 else text[:8]
         assert core not in red, f"{name}: {red}"
-    assert redact(f"{key[:7]} is shorter than the 8 characters that count") == \
-        f"{key[:7]} is shorter than the 8 characters that count"
+    assert (
+        redact(f"{key[:7]} is shorter than the 8 characters that count")
+        == f"{key[:7]} is shorter than the 8 characters that count"
+    )
     assert key[:8] not in redact(f"{key[:8]} is a run of its first 8")
 
 
@@ -61,14 +63,23 @@ def test_urls_lose_their_userinfo_and_configs_register_what_they_hold(tmp_path: 
 def test_every_writer_redacts(tmp_path: Path, key: str) -> None:
     echoes = " | ".join(_encodings(key).values())
     store = ResultsStore(tmp_path)
-    store.put(ResultRecord(run_id="r", instance_id="i", config_name="c", exit_status=ExitStatus.MODEL_AUTH_ERROR,
-                           error=f"401: {echoes}", output_dir="i/c/0"))
+    store.put(
+        ResultRecord(
+            run_id="r",
+            instance_id="i",
+            config_name="c",
+            exit_status=ExitStatus.MODEL_AUTH_ERROR,
+            error=f"401: {echoes}",
+            output_dir="i/c/0",
+        )
+    )
     atomic_write_text(tmp_path / "traj.json", json.dumps({"error": echoes}))
     files = RolloutFiles(tmp_path / "rollout")
     files.log(f"provider said {echoes}")
     files.record_call(1, {"messages": [{"role": "tool", "content": echoes}]}, {"ok": True})
-    files.record_call(2, {"messages": [{"role": "tool", "content": echoes}, {"role": "user", "content": "x"}]},
-                      {"ok": True})
+    files.record_call(
+        2, {"messages": [{"role": "tool", "content": echoes}, {"role": "user", "content": "x"}]}, {"ok": True}
+    )
     files.keep_file("native.log", echoes.encode())
     files.close()
     written = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())

@@ -57,8 +57,9 @@ def test_rerun_status_reruns_only_rollouts_with_those_statuses(workdir: Path, sc
 
 def test_rerun_status_unknown_name_exits_2_with_one_line(workdir: Path, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
-        build_parser().parse_args(["-c", "c.yaml", "--dataset", "d", "-o", "o",
-                                   "--rerun-status", "model_error,modle_eror"])
+        build_parser().parse_args(
+            ["-c", "c.yaml", "--dataset", "d", "-o", "o", "--rerun-status", "model_error,modle_eror"]
+        )
     assert exc.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "modle_eror" in lines[0] and "grading_error" in lines[0]

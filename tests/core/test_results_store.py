@@ -10,8 +10,15 @@ from mimo_core.status import ExitStatus
 
 
 def _rec(instance: str, k: int = 0, status: ExitStatus = ExitStatus.SUBMITTED, **kw: object) -> ResultRecord:
-    return ResultRecord(run_id="r", instance_id=instance, config_name="c", rollout_index=k, exit_status=status,
-                        output_dir=f"{instance}/c/{k}", **kw)
+    return ResultRecord(
+        run_id="r",
+        instance_id=instance,
+        config_name="c",
+        rollout_index=k,
+        exit_status=status,
+        output_dir=f"{instance}/c/{k}",
+        **kw,
+    )
 
 
 def test_concurrent_puts_write_each_key_once(tmp_path: Path) -> None:

@@ -57,10 +57,19 @@ def test_sigkill_loses_no_finished_rollout(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(SOLVE)
     scripted_llm.latency = 0.3  # 12 rollouts of 2 calls on 2 workers: ~4 s, the kill lands at ~1.5 s
     data, cfg, out = write_tasks(workdir, n=12), write_config(workdir, "cfg"), workdir / "out"
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0"}
-    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--workers", "2")],
-                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--workers", "2")],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     results = out / "results.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not results.exists() or len(results.read_text().splitlines()) < 2):
@@ -85,9 +94,14 @@ def test_sigkill_loses_no_finished_rollout(workdir: Path, scripted_llm) -> None:
 def test_sigterm_stops_cleanly_and_resume_finishes(workdir: Path, scripted_llm) -> None:
     import yaml
 
-    scripted_llm.set_responder(turns(call("bash", command="true"), call("bash", command="true"),
-                                     call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
-                                     call("submit")))
+    scripted_llm.set_responder(
+        turns(
+            call("bash", command="true"),
+            call("bash", command="true"),
+            call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
+            call("submit"),
+        )
+    )
     scripted_llm.latency = 0.2
     data, cfg, out = write_tasks(workdir, n=4), write_config(workdir, "cfg"), workdir / "out"
     sandboxes = workdir / "sandboxes"
@@ -95,10 +109,20 @@ def test_sigterm_stops_cleanly_and_resume_finishes(workdir: Path, scripted_llm) 
     doc = yaml.safe_load(cfg.read_text())
     doc["environment"]["backend_kwargs"] = {"root": str(sandboxes)}
     cfg.write_text(yaml.safe_dump(doc))
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0"}
-    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--workers", "2")],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--workers", "2")],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(scripted_llm.requests) < 2:
         time.sleep(0.02)
@@ -123,11 +147,20 @@ def test_a_killed_redo_keeps_the_finished_rollout(workdir: Path, scripted_llm) -
     traj = (out / before.output_dir / "traj.json").read_text()
     scripted_llm.set_responder(turns(call("bash", command="true")))  # the redo never finishes by itself
     scripted_llm.latency = 0.1
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0"}
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
     n0 = len(scripted_llm.requests)
-    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--redo-existing")],
-                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out, "--redo-existing")],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(scripted_llm.requests) < n0 + 3:
         time.sleep(0.02)
@@ -143,8 +176,7 @@ def test_a_killed_redo_keeps_the_finished_rollout(workdir: Path, scripted_llm) -
 NOTICE = "finished rollout(s) ran with a config, row or repository that has changed since"
 
 
-def test_resume_says_once_how_many_finished_rollouts_no_longer_match_their_input(workdir: Path,
-                                                                                 scripted_llm) -> None:
+def test_resume_says_once_how_many_finished_rollouts_no_longer_match_their_input(workdir: Path, scripted_llm) -> None:
     scripted_llm.set_responder(SOLVE)
     data, cfg, out = write_tasks(workdir, n=3), write_config(workdir, "cfg"), workdir / "out"
     assert run_cli(_cli(data, cfg, out), scripted_llm).returncode == 0

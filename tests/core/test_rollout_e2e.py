@@ -33,8 +33,7 @@ def test_rollout_edits_file_submits_and_passes(protocol: str, workdir: Path, scr
     [record] = ResultsStore(out).load().values()
     assert (record.exit_status, record.reward, record.passed, record.steps) == (ExitStatus.SUBMITTED, 1.0, True, 3)
     rollout = out / record.output_dir
-    assert {p.name for p in rollout.iterdir()} >= {"instance.log", "traj.json", "agent_msgs",
-                                                    "reward_extra_info.json"}
+    assert {p.name for p in rollout.iterdir()} >= {"instance.log", "traj.json", "agent_msgs", "reward_extra_info.json"}
     traj = read_trajectory(rollout / "traj.json")
     assert traj.model is not None and traj.model.protocol == protocol
     assert (traj.exit_status, traj.agent_exit_status) == (record.exit_status, ExitStatus.SUBMITTED)
@@ -79,8 +78,9 @@ def test_num_rollouts_gives_independent_rollout_dirs(workdir: Path, scripted_llm
     data = write_tasks(workdir, n=2)
     cfg = write_config(workdir, "cfg")
     out = workdir / "out"
-    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--num-rollouts", "3",
-                    "--workers", "3"], scripted_llm)
+    proc = run_cli(
+        ["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--num-rollouts", "3", "--workers", "3"], scripted_llm
+    )
     assert proc.returncode == 0, proc.stderr
     records = ResultsStore(out).load()
     assert sorted(records) == [(f"greet-{i}", "cfg", k) for i in range(2) for k in range(3)]
@@ -97,8 +97,9 @@ def test_ab_configs_are_assigned_reproducibly_and_recorded(workdir: Path, script
     names = []
     for run in ("one", "two"):
         out = workdir / run
-        proc = run_cli(["-c", str(a), "-c", str(b), "--dataset", str(data), "-o", str(out), "--workers", "4"],
-                       scripted_llm)
+        proc = run_cli(
+            ["-c", str(a), "-c", str(b), "--dataset", str(data), "-o", str(out), "--workers", "4"], scripted_llm
+        )
         assert proc.returncode == 0, proc.stderr
         recs = ResultsStore(out).load()
         assert len(recs) == 8

@@ -17,17 +17,42 @@ from testkit.tasks import EVAL, write_config
 from tests.core.conftest import run_cli
 
 SOLVE = turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
-TRICKY = ["a/b", "a_b", "a\\b", "../../x", "x", "_x_", ".x.", "y" * 300, "y" * 299 + "z",
-          "results.jsonl", "a_b-0123456789ab", "é", "ü"]
+TRICKY = [
+    "a/b",
+    "a_b",
+    "a\\b",
+    "../../x",
+    "x",
+    "_x_",
+    ".x.",
+    "y" * 300,
+    "y" * 299 + "z",
+    "results.jsonl",
+    "a_b-0123456789ab",
+    "é",
+    "ü",
+]
 
 
 def _rows(folder: Path, ids: list[str]) -> Path:
     (folder / "repo").mkdir(parents=True, exist_ok=True)
     (folder / "repo" / "greeting.txt").write_text("hello\n")
     path = folder / "tasks.jsonl"
-    path.write_text("".join(json.dumps({"instance_id": i, "dataset_type": "generic", "repo_dir": "repo",
-                                        "eval_script": EVAL, "problem_statement": f"task {i}"}) + "\n"
-                            for i in ids))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "instance_id": i,
+                    "dataset_type": "generic",
+                    "repo_dir": "repo",
+                    "eval_script": EVAL,
+                    "problem_statement": f"task {i}",
+                }
+            )
+            + "\n"
+            for i in ids
+        )
+    )
     return path
 
 
@@ -57,9 +82,17 @@ def test_ids_that_sanitise_alike_run_in_their_own_folders(workdir: Path, scripte
     assert len((out / "results.jsonl").read_text().splitlines()) == len(TRICKY)
 
 
-@pytest.mark.parametrize(("bad", "why"), [("", "empty or blank"), ("   ", "empty or blank"),
-                                          ("a\nb", "control character"), ("a\x00b", "control character"),
-                                          ("a\x1bb", "control character"), ("a\u2028b", "control character")])
+@pytest.mark.parametrize(
+    ("bad", "why"),
+    [
+        ("", "empty or blank"),
+        ("   ", "empty or blank"),
+        ("a\nb", "control character"),
+        ("a\x00b", "control character"),
+        ("a\x1bb", "control character"),
+        ("a\u2028b", "control character"),
+    ],
+)
 def test_an_id_that_cannot_name_anything_is_refused_at_load(workdir: Path, scripted_llm, bad: str, why: str) -> None:
     data, cfg, out = _rows(workdir, ["fine", bad]), write_config(workdir, "cfg"), workdir / "out"
     proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], scripted_llm)

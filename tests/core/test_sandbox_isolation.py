@@ -57,8 +57,10 @@ def _tool_output(req: Request) -> str:
 
 
 def _background_jobs(tag: str) -> str:
-    return (f"sleep {tag}1 & setsid sleep {tag}2 & nohup sleep {tag}3 >/dev/null 2>&1 & "
-            f"(setsid sleep {tag}4 &) ; sleep 0.3; echo started")
+    return (
+        f"sleep {tag}1 & setsid sleep {tag}2 & nohup sleep {tag}3 >/dev/null 2>&1 & "
+        f"(setsid sleep {tag}4 &) ; sleep 0.3; echo started"
+    )
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
@@ -77,17 +79,30 @@ def test_background_processes_are_gone_when_a_rollout_ends(workdir: Path, script
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 @pytest.mark.parametrize("then", ["rerun", "cleanup"])
 def test_after_sigkill_of_the_runner_nothing_of_the_killed_run_is_left(
-    workdir: Path, scripted_llm, sandbox: str, then: str,
+    workdir: Path,
+    scripted_llm,
+    sandbox: str,
+    then: str,
 ) -> None:
     tag = f"98{secrets.randbelow(9000) + 1000}"
-    scripted_llm.set_responder(turns(call("bash", command=_background_jobs(tag)),
-                                     call("bash", command="sleep 30"), call("submit")))
+    scripted_llm.set_responder(
+        turns(call("bash", command=_background_jobs(tag)), call("bash", command="sleep 30"), call("submit"))
+    )
     data, root, out = write_tasks(workdir, n=1), workdir / "sandboxes", workdir / "out"
     cfg = _config(workdir, sandbox, root)
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0"}
-    runner = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out)], cwd=REPO, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", *_cli(data, cfg, out)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and len(scripted_llm.requests) < 2:
@@ -104,8 +119,13 @@ def test_after_sigkill_of_the_runner_nothing_of_the_killed_run_is_left(
         proc = run_cli(_cli(data, cfg, out, "--redo-existing"), scripted_llm)
         assert proc.returncode == 0, proc.stderr
     else:
-        proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "cleanup", "--stale-only", "--root", str(root)],
-                              cwd=REPO, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "mimo_core.cli", "cleanup", "--stale-only", "--root", str(root)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0 and "removed 1 local sandbox(es)" in proc.stdout, proc.stdout + proc.stderr
     assert list(root.iterdir()) == []
     deadline = time.monotonic() + 5  # SIGKILLed processes vanish once their parent reaps them
@@ -123,20 +143,33 @@ def test_what_a_command_can_see_of_the_runner(workdir: Path, scripted_llm, sandb
     def responder(req: Request) -> Reply:
         if req.n_assistant_turns == 0:
             pid = runner["proc"].pid
-            return call("bash", command=(
-                f"grep -ls {SECRET} /proc/[0-9]*/environ | wc -l; "
-                "grep -ls 'mimo_core[.]cli' /proc/[0-9]*/cmdline | wc -l;"
-                f" kill -0 {pid} 2>/dev/null && echo signalable || echo unreachable; ls /proc | grep -c '^[0-9]';"
-                f" grep -ls '{KEY_PATTERN}' /proc/[0-9]*/cmdline | wc -l"))
+            return call(
+                "bash",
+                command=(
+                    f"grep -ls {SECRET} /proc/[0-9]*/environ | wc -l; "
+                    "grep -ls 'mimo_core[.]cli' /proc/[0-9]*/cmdline | wc -l;"
+                    f" kill -0 {pid} 2>/dev/null && echo signalable || echo unreachable; ls /proc | grep -c '^[0-9]';"
+                    f" grep -ls '{KEY_PATTERN}' /proc/[0-9]*/cmdline | wc -l"
+                ),
+            )
         return call("submit")
 
     scripted_llm.set_responder(responder)
     data, root, out = write_tasks(workdir, n=1), workdir / "sandboxes", workdir / "out"
-    env = {**os.environ, "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"), "MIMO_TEST_API_KEY": SECRET,
-           "MIMOAGENT_OBSERVERS": "0"}
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": base_url(scripted_llm, "chat"),
+        "MIMO_TEST_API_KEY": SECRET,
+        "MIMOAGENT_OBSERVERS": "0",
+    }
     runner["proc"] = subprocess.Popen(
-        [sys.executable, "-m", "mimo_core.cli", *_cli(data, _config(workdir, sandbox, root), out)], cwd=REPO,
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "mimo_core.cli", *_cli(data, _config(workdir, sandbox, root), out)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _, err = runner["proc"].communicate(timeout=120)
     assert runner["proc"].returncode == 0, err
     seen = _tool_output(scripted_llm.requests[-1]).split()

@@ -22,14 +22,24 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _rec(instance: str) -> ResultRecord:
-    return ResultRecord(run_id="r", instance_id=instance, config_name="c", exit_status=ExitStatus.SUBMITTED,
-                        output_dir=f"{instance}/c/0")
+    return ResultRecord(
+        run_id="r",
+        instance_id=instance,
+        config_name="c",
+        exit_status=ExitStatus.SUBMITTED,
+        output_dir=f"{instance}/c/0",
+    )
 
 
 def _newer_line(instance: str) -> str:
     """A record as a later mimoagent might write it: a version this code does not know, and a new field."""
-    return json.dumps({**json.loads(_rec(instance).model_dump_json()), "schema_version": "9.0",
-                       "a_field_from_the_future": {"kept": True}})
+    return json.dumps(
+        {
+            **json.loads(_rec(instance).model_dump_json()),
+            "schema_version": "9.0",
+            "a_field_from_the_future": {"kept": True},
+        }
+    )
 
 
 def test_a_results_line_carries_its_schema_version_first(tmp_path: Path) -> None:
@@ -46,7 +56,10 @@ def test_results_lines_written_before_versions_read_as_1_0(tmp_path: Path) -> No
     assert set(records) == {("greet-0", "cfg", 0), ("greet-1", "cfg", 0)}
     ok, failed = records[("greet-0", "cfg", 0)], records[("greet-1", "cfg", 0)]
     assert ok.schema_version == "1.0" and (ok.exit_status, ok.reward, ok.input_fingerprint) == (
-        ExitStatus.SUBMITTED, 1.0, "abc123")
+        ExitStatus.SUBMITTED,
+        1.0,
+        "abc123",
+    )
     assert failed.infra_error and failed.error_class == ExitStatus.MODEL_ERROR
     assert store.repair() is None  # old lines are records, not torn ones
     store.put(_rec("new"))  # a new line appended beside the old ones
@@ -60,8 +73,11 @@ def test_a_results_line_of_an_unknown_version_stops_readers_and_writers_and_is_k
     before = path.read_bytes()
     store = ResultsStore(tmp_path)
     for action in (store.load, store.repair, lambda: store.put(_rec("a"))):
-        with pytest.raises(UnknownSchemaError, match=r"results.jsonl:2: results schema_version '9.0' was written "
-                                                     r"by a newer mimoagent \(this one reads 1.0\)"):
+        with pytest.raises(
+            UnknownSchemaError,
+            match=r"results.jsonl:2: results schema_version '9.0' was written "
+            r"by a newer mimoagent \(this one reads 1.0\)",
+        ):
             action()
     assert path.read_bytes() == before and list(tmp_path.glob("results.jsonl.torn-*")) == []
 
@@ -71,9 +87,26 @@ def test_a_run_into_a_folder_a_newer_mimoagent_wrote_exits_2_naming_the_line(tmp
     out.mkdir()
     (out / "results.jsonl").write_text(_newer_line("demo-0") + "\n")
     before = (out / "results.jsonl").read_bytes()
-    proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "-c", "configs/demo.yaml", "--dataset",
-                           "examples/demo.jsonl", "--recalc-input", "gt", "-o", str(out)], cwd=REPO, text=True,
-                          capture_output=True, timeout=300, env={"MIMOAGENT_OBSERVERS": "0", "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mimo_core.cli",
+            "-c",
+            "configs/demo.yaml",
+            "--dataset",
+            "examples/demo.jsonl",
+            "--recalc-input",
+            "gt",
+            "-o",
+            str(out),
+        ],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=300,
+        env={"MIMOAGENT_OBSERVERS": "0", "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 2, proc.stderr
     [line] = [x for x in proc.stderr.splitlines() if "error" in x]
     assert f"{out / 'results.jsonl'}:1: results schema_version '9.0'" in line
@@ -107,6 +140,9 @@ def test_a_steps_line_of_an_unknown_version_is_an_error_naming_the_line(tmp_path
     path = tmp_path / "steps.jsonl"
     newer = {"schema_version": "2.0", "step": 2, "request": body, "response": {}}
     path.write_text(path.read_text() + json.dumps(newer) + "\n")
-    with pytest.raises(AgentMsgsError, match=r"steps.jsonl:2: agent_msgs schema_version '2.0' was written by a "
-                                             r"newer mimoagent \(this one reads 1.0\)"):
+    with pytest.raises(
+        AgentMsgsError,
+        match=r"steps.jsonl:2: agent_msgs schema_version '2.0' was written by a "
+        r"newer mimoagent \(this one reads 1.0\)",
+    ):
         list(iter_steps(tmp_path))

@@ -27,6 +27,7 @@ SETTINGS = REPO / "mimo_core" / "settings.py"
 def _reads_a_variable(node: ast.AST) -> bool:
     """os.environ.get("MIMOAGENT_X"), os.getenv(...), os.environ["MIMOAGENT_X"], "MIMOAGENT_X" in os.environ,
     also with an f-string name."""
+
     def ours(arg: ast.AST) -> bool:
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
             return arg.value.startswith("MIMOAGENT_")
@@ -35,12 +36,16 @@ def _reads_a_variable(node: ast.AST) -> bool:
         return False
 
     def environ(expr: ast.AST) -> bool:
-        return isinstance(expr, ast.Attribute) and expr.attr == "environ" or isinstance(expr, ast.Name) and \
-            expr.id in ("environ", "env")
+        return (
+            isinstance(expr, ast.Attribute)
+            and expr.attr == "environ"
+            or isinstance(expr, ast.Name)
+            and expr.id in ("environ", "env")
+        )
 
     if isinstance(node, ast.Call) and node.args and ours(node.args[0]):
         f = node.func
-        return (isinstance(f, ast.Attribute) and (f.attr == "getenv" or f.attr in ("get", "pop") and environ(f.value)))
+        return isinstance(f, ast.Attribute) and (f.attr == "getenv" or f.attr in ("get", "pop") and environ(f.value))
     if isinstance(node, ast.Subscript) and environ(node.value):
         return ours(node.slice)
     if isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn):
@@ -78,8 +83,9 @@ def test_defaults_when_unset_or_empty() -> None:
 
 
 def test_values_keep_their_forms() -> None:
-    rec = RecordingSettings.read({"MIMOAGENT_DAGSTER_WAIT": "all", "MIMOAGENT_DAGSTER_RECORDER_IDLE": "-3",
-                                  "MIMOAGENT_DAGSTER_NICE": "lots"})
+    rec = RecordingSettings.read(
+        {"MIMOAGENT_DAGSTER_WAIT": "all", "MIMOAGENT_DAGSTER_RECORDER_IDLE": "-3", "MIMOAGENT_DAGSTER_NICE": "lots"}
+    )
     assert (rec.wait_s, rec.recorder_idle_s, rec.recorder_nice) == (None, 0.0, 10)
     assert RecordingSettings.read({"MIMOAGENT_DAGSTER_WAIT": "soon"}).wait_s == 0.5  # lenient: the default
     nightly = NightlySettings.read({"MIMOAGENT_NIGHTLY_CONFIGS": "a.yaml::b.yaml", "MIMOAGENT_NIGHTLY_PAIRED": "Yes"})
@@ -106,7 +112,9 @@ def test_settings_are_read_when_asked_not_at_import(monkeypatch: pytest.MonkeyPa
 
 
 def test_reading_settings_imports_nothing_heavy() -> None:
-    code = ("import sys, mimo_core.settings as s; s.CoreSettings.read(); s.RecordingSettings.read(); "
-            "print(sorted(m for m in ('dagster', 'polars', 'openai', 'anthropic', 'yaml') if m in sys.modules))")
+    code = (
+        "import sys, mimo_core.settings as s; s.CoreSettings.read(); s.RecordingSettings.read(); "
+        "print(sorted(m for m in ('dagster', 'polars', 'openai', 'anthropic', 'yaml') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -16,10 +16,14 @@ from tests.core.test_limits import run_inprocess
 
 WORK_THEN_SUBMIT = turns(
     Reply(tool_calls=[("bash", {"command": "cat greeting.txt"})], reasoning="look first"),
-    Reply(content="Editing now.", tool_calls=[("edit", {"path": "greeting.txt", "old_string": "hello",
-                                                        "new_string": "goodbye"})]),
-    Reply(content="I should check.", tool_calls=[("bash", {"command": "cat greeting.txt"}),
-                                                 ("read", {"path": "greeting.txt"})]),
+    Reply(
+        content="Editing now.",
+        tool_calls=[("edit", {"path": "greeting.txt", "old_string": "hello", "new_string": "goodbye"})],
+    ),
+    Reply(
+        content="I should check.",
+        tool_calls=[("bash", {"command": "cat greeting.txt"}), ("read", {"path": "greeting.txt"})],
+    ),
     Reply(content="Not a tool call."),  # a text-only turn the agent answers with a nudge
     call("submit"),
 )
@@ -44,11 +48,18 @@ def test_a_multi_step_tool_calling_rollout_passes_a_strict_server(protocol: str,
 
 
 def test_the_strict_server_rejects_null_content_beside_tool_calls_as_llama_cpp_does():
-    body = {"model": "m", "messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ],
+    }
     with ScriptedLLM(strict=True) as server:
         status, reply = _post(server.openai_base_url + "/chat/completions", body)
         assert status == 500 and "Input should be a valid string" in reply["error"]["message"]
@@ -57,10 +68,15 @@ def test_the_strict_server_rejects_null_content_beside_tool_calls_as_llama_cpp_d
 
 
 def test_the_strict_server_rejects_an_unanswered_anthropic_tool_use():
-    body = {"model": "m", "max_tokens": 10, "messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]},
-        {"role": "user", "content": [{"type": "text", "text": "and?"}]}]}
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "text", "text": "and?"}]},
+        ],
+    }
     with ScriptedLLM(strict=True) as server:
         status, reply = _post(server.url + "/v1/messages", body)
         assert status == 400 and "without tool_result" in reply["error"]["message"]
@@ -86,8 +102,16 @@ def test_lenient_and_truncated_tool_calls_go_back_as_json_a_strict_server_parses
 
 def test_a_request_validation_500_is_the_requests_fault_not_retried(workdir: Path, monkeypatch):
     def refuse_after_one_step(req):
-        server.inject(500, body={"error": {"code": 500, "message": "Failed to parse tool call arguments as JSON: "
-                                           "[json.exception.parse_error.101]", "type": "server_error"}})
+        server.inject(
+            500,
+            body={
+                "error": {
+                    "code": 500,
+                    "message": "Failed to parse tool call arguments as JSON: [json.exception.parse_error.101]",
+                    "type": "server_error",
+                }
+            },
+        )
         return call("bash", command="true")
 
     with ScriptedLLM(refuse_after_one_step) as server:

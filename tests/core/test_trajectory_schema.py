@@ -29,7 +29,8 @@ def test_reads_a_schema_1_0_file_with_typed_messages_and_tools() -> None:
     assert (traj.exit_status, traj.agent_exit_status) == (ExitStatus.SUBMITTED, ExitStatus.SUBMITTED)
     assistant = traj.messages[2]
     assert assistant.reasoning == "I should edit the file." and assistant.provider_items == [
-        {"type": "reasoning", "id": "rs_1", "summary": []}]
+        {"type": "reasoning", "id": "rs_1", "summary": []}
+    ]
     assert [(c.id, c.name) for c in assistant.tool_calls or []] == [("call_1", "bash")]
     assert traj.messages[3].tool_call_id == "call_1" and traj.messages[3].name == "bash"
     assert [t.name for t in traj.tools] == ["bash", "submit"]
@@ -70,8 +71,18 @@ def test_a_crashing_verifier_gives_traj_and_results_the_same_status(tmp_path: Pa
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "greeting.txt").write_text("hello\n")
     data = tmp_path / "tasks.jsonl"
-    data.write_text(json.dumps({"instance_id": "crash", "dataset_type": "generic", "repo_dir": "repo",
-                                "eval_script": CRASHING_VERIFIER, "problem_statement": "Say goodbye."}) + "\n")
+    data.write_text(
+        json.dumps(
+            {
+                "instance_id": "crash",
+                "dataset_type": "generic",
+                "repo_dir": "repo",
+                "eval_script": CRASHING_VERIFIER,
+                "problem_statement": "Say goodbye.",
+            }
+        )
+        + "\n"
+    )
     out = tmp_path / "out"
     config = read_config(write_config(tmp_path, "cfg"))
     request = RunRequest(dataset=str(data), configs=[config.path], output_dir=out, run_id="run-crash")
@@ -90,10 +101,21 @@ def test_a_crashing_verifier_gives_traj_and_results_the_same_status(tmp_path: Pa
 def test_results_lines_written_before_derived_fields_load_with_the_new_meaning(tmp_path: Path) -> None:
     """A config_error line from before 1.1 said infra_error: true; the flag now follows the status."""
     shutil.copy(FIXTURES / "traj_v1_0.json", tmp_path / "traj.json")
-    line = {"run_id": "r", "instance_id": "i", "config_name": "c", "exit_status": "config_error",
-            "infra_error": True, "error_class": "config_error", "error": "x", "output_dir": "."}
+    line = {
+        "run_id": "r",
+        "instance_id": "i",
+        "config_name": "c",
+        "exit_status": "config_error",
+        "infra_error": True,
+        "error_class": "config_error",
+        "error": "x",
+        "output_dir": ".",
+    }
     (tmp_path / "results.jsonl").write_text(json.dumps(line) + "\n")
     [record] = ResultsStore(tmp_path).load().values()
-    assert (record.exit_status, record.infra_error, record.error_class) == (ExitStatus.CONFIG_ERROR, False,
-                                                                             ExitStatus.CONFIG_ERROR)
+    assert (record.exit_status, record.infra_error, record.error_class) == (
+        ExitStatus.CONFIG_ERROR,
+        False,
+        ExitStatus.CONFIG_ERROR,
+    )
     assert ResultsStore(tmp_path).finished() == {}  # no fingerprint from before: done again

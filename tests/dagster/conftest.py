@@ -48,13 +48,18 @@ def postgres() -> Iterator[PostgresServer]:
 
 
 def private_dagster_env(
-    folder: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str | None = None,
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    postgres_url: str | None = None,
 ) -> dict[str, str]:
     """A private instance and output root under `folder`, set in this process's environment; the environment
     a CLI subprocess gets too. SQLite, or the PostgreSQL database `postgres_url`."""
-    env = {"DAGSTER_HOME": str(folder / "dagster_home"), "MIMOAGENT_OUTPUT_ROOT": str(folder / "store"),
-           "MIMOAGENT_DAGSTER_WAIT": "all",  # a CLI run returns once recorded: the tests read the instance next
-           IDLE_ENV: "0"}  # each run's recorder exits once it is recorded (test_warm_recorder.py keeps one warm)
+    env = {
+        "DAGSTER_HOME": str(folder / "dagster_home"),
+        "MIMOAGENT_OUTPUT_ROOT": str(folder / "store"),
+        "MIMOAGENT_DAGSTER_WAIT": "all",  # a CLI run returns once recorded: the tests read the instance next
+        IDLE_ENV: "0",
+    }  # each run's recorder exits once it is recorded (test_warm_recorder.py keeps one warm)
     if postgres_url:
         env[POSTGRES_URL_ENV] = postgres_url
     else:
@@ -97,14 +102,24 @@ def llm() -> Iterator[ScriptedLLM]:
 
 
 def run_cli(
-    args: list[str], server: ScriptedLLM, env: dict[str, str], timeout: float = 180, ingest: bool = True,
+    args: list[str],
+    server: ScriptedLLM,
+    env: dict[str, str],
+    timeout: float = 180,
+    ingest: bool = True,
 ) -> subprocess.CompletedProcess:
     """A real CLI run; then, unless `ingest=False`, what the next `mimoagent-dagster` start does: record
     the finished CLI runs into Dagster (in this process, whose environment is `env`'s)."""
     full = {**os.environ, **env, "MIMO_TEST_BASE_URL": server.openai_base_url, "MIMO_TEST_API_KEY": SECRET}
     full.pop("MIMOAGENT_OBSERVERS", None)
-    proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=full, text=True,
-                          capture_output=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mimo_core.cli", *args],
+        cwd=REPO,
+        env=full,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr
     if ingest:
         ingest_finished_runs()

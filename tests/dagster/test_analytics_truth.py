@@ -41,9 +41,17 @@ def _dataset(folder: Path) -> Path:
     """greet-0..11 with a reference solution (for --recalc-input gt); every dataset uses the same ids."""
     (folder / "repo").mkdir(parents=True)
     (folder / "repo" / "greeting.txt").write_text("hello\n")
-    rows = [{"instance_id": f"greet-{i}", "dataset_type": "generic", "repo_dir": "repo", "eval_script": EVAL,
-             "solution_script": "echo goodbye > greeting.txt",
-             "problem_statement": f"Make greeting.txt say goodbye (task {i})."} for i in range(N)]
+    rows = [
+        {
+            "instance_id": f"greet-{i}",
+            "dataset_type": "generic",
+            "repo_dir": "repo",
+            "eval_script": EVAL,
+            "solution_script": "echo goodbye > greeting.txt",
+            "problem_statement": f"Make greeting.txt say goodbye (task {i}).",
+        }
+        for i in range(N)
+    ]
     path = folder / "tasks.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -79,14 +87,22 @@ def _record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
         both = ["-c", str(good), "-c", str(bad), "--workers", "4"]
         run_cli([*both, "--dataset", str(x), "--seed", "3", "-o", str(out["random"])], llm, dagster_env)
         run_cli([*both, "--dataset", str(y), "--paired", "-o", str(out["paired"])], llm, dagster_env)
-        run_cli(["-c", str(good), "--dataset", str(x), "--recalc-input", "gt", "-o", str(out["gold"])], llm,
-                dagster_env)
+        run_cli(
+            ["-c", str(good), "--dataset", str(x), "--recalc-input", "gt", "-o", str(out["gold"])], llm, dagster_env
+        )
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     job = defs.resolve_implicit_global_asset_job_def()
     assert job.execute_in_process(instance=instance, asset_selection=[AssetKey(k) for k in ANALYTICS]).success
     drawn = {r.instance_id: r.config_name for r in ResultsStore(out["random"]).load().values()}
-    return {"instance": instance, "x": dataset_name(str(x)), "y": dataset_name(str(y)), "drawn": drawn,
-            "runs": {name: _run_id(folder) for name, folder in out.items()}, "out": out, "job": job}
+    return {
+        "instance": instance,
+        "x": dataset_name(str(x)),
+        "y": dataset_name(str(y)),
+        "drawn": drawn,
+        "runs": {name: _run_id(folder) for name, folder in out.items()},
+        "out": out,
+        "job": job,
+    }
 
 
 def _wilson(passed: int, n: int) -> tuple[float, float]:
@@ -137,8 +153,10 @@ def test_ab_comparison_reports_each_designed_run_with_its_designs_statistic(reco
     rnd = by_design["random"]  # the random-assignment run on x: unpaired, on exactly its 12 cells
     assert (rnd["dataset"], rnd["run_kind"], rnd["a"], rnd["b"], rnd["seed"]) == (x, "rollout", "bad", "good", 3)
     assert rnd["runs"] == [recorded["runs"]["random"]] and rnd["method"] == "newcombe"
-    counts = {c: (sum(passes(c, _index(i)) for i, d in drawn.items() if d == c), sum(d == c for d in drawn.values()))
-              for c in ("good", "bad")}
+    counts = {
+        c: (sum(passes(c, _index(i)) for i, d in drawn.items() if d == c), sum(d == c for d in drawn.values()))
+        for c in ("good", "bad")
+    }
     (x_b, n_b), (x_a, n_a) = counts["good"], counts["bad"]
     assert (rnd["n_a"], rnd["n_b"], rnd["shared_instances"]) == (n_a, n_b, 0)
     assert rnd["difference"] == pytest.approx(x_b / n_b - x_a / n_a)
@@ -161,8 +179,11 @@ def test_ab_comparison_reports_each_designed_run_with_its_designs_statistic(reco
 def test_a_comparison_across_runs_is_made_only_when_asked_and_says_so(recorded) -> None:
     x, y = recorded["x"], recorded["y"]
     run = {"ops": {"ab_comparison": {"config": {"across_runs": ["good,bad"]}}}}
-    assert recorded["job"].execute_in_process(instance=recorded["instance"], asset_selection=[
-        AssetKey("ab_comparison")], run_config=run).success
+    assert (
+        recorded["job"]
+        .execute_in_process(instance=recorded["instance"], asset_selection=[AssetKey("ab_comparison")], run_config=run)
+        .success
+    )
     pairs = _meta(recorded["instance"], "ab_comparison")["pairs"]
     across = {(p["dataset"], p["run_kind"]): p for p in pairs if p["design"].startswith("across runs")}
     assert set(across) == {(x, "rollout"), (y, "rollout")}  # x's gold recalc has no `bad` side: nothing to compare

@@ -35,19 +35,31 @@ def _register_inputs(tmp_path: Path, instance: DagsterInstance) -> Path:
     dataset plans its rows for both."""
     data = write_tasks(tmp_path, 4)
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
-    _run(instance, [AssetKey("config_files")],
-         run_config={"ops": {"config_files": {"config": {"paths": [str(good), str(bad)]}}}})
-    _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
-         run_config={"ops": {"load_dataset": {"config": {"source": str(data), "plan_configs": ["good", "bad"]}}}})
+    _run(
+        instance,
+        [AssetKey("config_files")],
+        run_config={"ops": {"config_files": {"config": {"paths": [str(good), str(bad)]}}}},
+    )
+    _run(
+        instance,
+        [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
+        run_config={"ops": {"load_dataset": {"config": {"source": str(data), "plan_configs": ["good", "bad"]}}}},
+    )
     return data
 
 
 def _backfill(instance: DagsterInstance, data: Path) -> None:
     """What a single-run backfill launches (one run over a partition range, K=2 rollouts concurrent
     inside), then one more partition under the other config."""
-    _run(instance, ROLLOUT_KEYS, tags={"dagster/asset_partition_range_start": pk(data, "greet-0", "good"),
-                                       "dagster/asset_partition_range_end": pk(data, "greet-3", "good")},
-         run_config={"ops": {"rollouts": {"config": {"num_rollouts": 2, "workers": 4}}}})
+    _run(
+        instance,
+        ROLLOUT_KEYS,
+        tags={
+            "dagster/asset_partition_range_start": pk(data, "greet-0", "good"),
+            "dagster/asset_partition_range_end": pk(data, "greet-3", "good"),
+        },
+        run_config={"ops": {"rollouts": {"config": {"num_rollouts": 2, "workers": 4}}}},
+    )
     _run(instance, ROLLOUT_KEYS, partition_key=pk(data, "greet-1", "bad"))
 
 
@@ -64,19 +76,27 @@ def _assert_points_at(instance: DagsterInstance, child: str, parent: str) -> Non
 
 def test_loading_inputs_registers_instance_and_config_partitions(tmp_path: Path, instance) -> None:
     big = write_tasks(tmp_path / "big", 40)
-    _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],  # loaded, planned for nothing
-         run_config={"ops": {"load_dataset": {"config": {"source": str(big)}}}})
+    _run(
+        instance,
+        [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],  # loaded, planned for nothing
+        run_config={"ops": {"load_dataset": {"config": {"source": str(big)}}}},
+    )
     assert instance.get_dynamic_partitions("rollout") == []  # so nothing shows as missing
     data = _register_inputs(tmp_path, instance)  # loaded in the UI for both configs: every row planned for each
     assert sorted(instance.get_dynamic_partitions("rollout")) == sorted(
-        pk(data, f"greet-{i}", c) for i in range(4) for c in ("bad", "good"))
+        pk(data, f"greet-{i}", c) for i in range(4) for c in ("bad", "good")
+    )
     with pytest.raises(Exception, match=r"plan_configs \['nope'\] are not registered configs"):
-        _run(instance, [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
-             run_config={"ops": {"load_dataset": {"config": {"source": str(data), "plan_configs": ["nope"]}}}})
+        _run(
+            instance,
+            [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
+            run_config={"ops": {"load_dataset": {"config": {"source": str(data), "plan_configs": ["nope"]}}}},
+        )
 
 
 def test_a_partition_range_materializes_in_one_run_and_a_regrade_adds_graded_results_only(
-    tmp_path: Path, instance,
+    tmp_path: Path,
+    instance,
 ) -> None:
     data = _register_inputs(tmp_path, instance)
     _backfill(instance, data)
@@ -84,7 +104,9 @@ def test_a_partition_range_materializes_in_one_run_and_a_regrade_adds_graded_res
     _assert_points_at(instance, "judge_scores", "rollouts")  # Dagster's lineage: storage ids, never "NULL"
     _assert_points_at(instance, "graded_results", "judge_scores")
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
-        *(pk(data, f"greet-{i}", "good") for i in range(4)), pk(data, "greet-1", "bad")}
+        *(pk(data, f"greet-{i}", "good") for i in range(4)),
+        pk(data, "greet-1", "bad"),
+    }
     mat = instance.fetch_materializations(AssetKey("rollouts"), limit=10).records[-1].asset_materialization
     assert mat.metadata["rollouts"].value == 2 and "rollout_table" in mat.metadata
     assert mat.metadata["rollout_table"].value.count(f"]({viewer_base_url()}/runs/") == 2  # a viewer link per k
@@ -96,8 +118,13 @@ def test_a_partition_range_materializes_in_one_run_and_a_regrade_adds_graded_res
 def test_analytics_and_checks_over_graded_partitions(tmp_path: Path, instance) -> None:
     data = _register_inputs(tmp_path, instance)
     _backfill(instance, data)
-    result = _run(instance, [AssetKey(k) for k in ("results_table", "pass_rates", "pass_at_k", "ab_comparison",
-                                                     "usage_by_config", "exit_statuses")])
+    result = _run(
+        instance,
+        [
+            AssetKey(k)
+            for k in ("results_table", "pass_rates", "pass_at_k", "ab_comparison", "usage_by_config", "exit_statuses")
+        ],
+    )
     checks = {e.asset_check_key.name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"trajectories_validate": True, "rewards_in_range": True, "no_missing_partitions": True}
     meta = _latest_meta(instance, "pass_rates")
@@ -147,13 +174,25 @@ def test_evaluate_job_runs_missing_partitions_only_unless_redo(tmp_path: Path, i
 
 
 def test_infra_errors_fail_their_partitions_and_the_run_and_the_next_run_fills_them(
-    tmp_path: Path, instance, llm,
+    tmp_path: Path,
+    instance,
+    llm,
 ) -> None:
     data = write_tasks(tmp_path, 2)
     good = write_named_config(tmp_path, "good")
     job = defs.resolve_job_def("evaluate")
-    run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": [str(good)], "workers": 1,
-                                              "output_dir": str(tmp_path / "eval")}}}}
+    run = {
+        "ops": {
+            "evaluate_op": {
+                "config": {
+                    "dataset": str(data),
+                    "configs": [str(good)],
+                    "workers": 1,
+                    "output_dir": str(tmp_path / "eval"),
+                }
+            }
+        }
+    }
     llm.inject(503, times=3)  # the first rollout exhausts its 3 attempts: model_error, an infra error
     first = job.execute_in_process(instance=instance, run_config=run, raise_on_error=False)
     assert not first.success  # not green: one of its partitions failed
@@ -180,7 +219,8 @@ def _partition_status(instance: DagsterInstance, key: str) -> tuple[set[str], se
 
 
 def test_two_nights_give_a_trend_with_two_points_and_the_first_nights_table_stays_readable(
-    tmp_path: Path, instance,
+    tmp_path: Path,
+    instance,
 ) -> None:
     import polars as pl
 
@@ -188,8 +228,19 @@ def test_two_nights_give_a_trend_with_two_points_and_the_first_nights_table_stay
     configs = [str(write_named_config(tmp_path, "good")), str(write_named_config(tmp_path, "bad"))]
     evaluate = defs.resolve_job_def("evaluate")
     for night in ("2026-01-01", "2026-01-02"):
-        run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": configs, "paired": True,
-                                                  "workers": 2, "output_dir": str(tmp_path / night)}}}}
+        run = {
+            "ops": {
+                "evaluate_op": {
+                    "config": {
+                        "dataset": str(data),
+                        "configs": configs,
+                        "paired": True,
+                        "workers": 2,
+                        "output_dir": str(tmp_path / night),
+                    }
+                }
+            }
+        }
         assert evaluate.execute_in_process(instance=instance, run_config=run, tags={"mimoagent/date": night}).success
     assert defs.resolve_job_def("refresh_analytics").execute_in_process(instance=instance).success
 

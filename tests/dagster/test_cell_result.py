@@ -18,8 +18,13 @@ ROLLOUT_KEYS = [AssetKey("rollouts"), AssetKey("judge_scores"), AssetKey("graded
 
 
 def _evaluate(instance: DagsterInstance, data: Path, cfg: Path, out: Path, **extra):
-    run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": [str(cfg)], "workers": 1,
-                                              "output_dir": str(out), **extra}}}}
+    run = {
+        "ops": {
+            "evaluate_op": {
+                "config": {"dataset": str(data), "configs": [str(cfg)], "workers": 1, "output_dir": str(out), **extra}
+            }
+        }
+    }
     return defs.resolve_job_def("evaluate").execute_in_process(instance=instance, run_config=run, raise_on_error=False)
 
 
@@ -63,8 +68,9 @@ def test_an_infra_error_in_a_backfill_after_a_pass_keeps_the_pass(tmp_path: Path
     assert _evaluate(instance, data, good, tmp_path / "first").success
     job = defs.resolve_implicit_global_asset_job_def()
     llm.inject(503, times=3)
-    result = job.execute_in_process(instance=instance, asset_selection=ROLLOUT_KEYS, partition_key=cell,
-                                    raise_on_error=False)
+    result = job.execute_in_process(
+        instance=instance, asset_selection=ROLLOUT_KEYS, partition_key=cell, raise_on_error=False
+    )
     assert not result.success
     for key in (GRADED, AssetKey("rollouts")):
         assert _status(instance, key) == ({cell}, set()), key
@@ -75,7 +81,9 @@ def test_an_infra_error_in_a_backfill_after_a_pass_keeps_the_pass(tmp_path: Path
 
 
 def test_a_redo_whose_infra_error_replaced_the_graded_files_fails_the_cell_in_the_ui_and_the_tables(
-    tmp_path: Path, instance, llm,
+    tmp_path: Path,
+    instance,
+    llm,
 ) -> None:
     data, good = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good")
     cells = {i: pk(data, f"greet-{i}", "good") for i in range(2)}
@@ -100,8 +108,9 @@ def test_a_regrade_of_cells_with_nothing_to_regrade_skips_them_by_name(tmp_path:
     job = defs.resolve_implicit_global_asset_job_def()
     before = len(instance.fetch_materializations(GRADED, limit=100).records)
     for partition in (gold_only, infra_only, regradable):
-        result = job.execute_in_process(instance=instance, asset_selection=[GRADED], partition_key=partition,
-                                        raise_on_error=False)
+        result = job.execute_in_process(
+            instance=instance, asset_selection=[GRADED], partition_key=partition, raise_on_error=False
+        )
         assert result.success, partition
         logs = [e.message for e in instance.all_logs(result.run_id)]
         assert not any("Traceback" in (m or "") for m in logs)

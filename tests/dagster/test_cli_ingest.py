@@ -34,8 +34,10 @@ def _processes_of_home(home: Path) -> list[int]:
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
         try:
-            if mark in (proc / "environ").read_bytes().split(b"\0") and \
-                    (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            if (
+                mark in (proc / "environ").read_bytes().split(b"\0")
+                and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            ):
                 found.append(int(proc.name))
         except OSError:
             continue
@@ -47,21 +49,33 @@ def _entries(home: Path) -> list[Path]:
 
 
 def test_a_cli_run_leaves_an_entry_and_nothing_running_and_the_next_command_records_it(
-    tmp_path: Path, dagster_env, llm,
+    tmp_path: Path,
+    dagster_env,
+    llm,
 ) -> None:
     home = Path(dagster_env["DAGSTER_HOME"])
     data = write_tasks(tmp_path, 4)
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
-    run_cli(["-c", str(good), "-c", str(bad), "--dataset", str(data), "-o", str(tmp_path / "out"), "--workers", "4"],
-            llm, dagster_env, ingest=False)
+    run_cli(
+        ["-c", str(good), "-c", str(bad), "--dataset", str(data), "-o", str(tmp_path / "out"), "--workers", "4"],
+        llm,
+        dagster_env,
+        ingest=False,
+    )
     assert _processes_of_home(home) == []  # no recorder, no child: the CLI's whole tree is gone
     [entry] = _entries(home)
     assert registry.state(entry, registry.read_entry(entry)) == "ended"
     instance = get_instance()
     assert instance.get_runs() == []  # nothing in Dagster yet: the CLI never touched it
 
-    proc = subprocess.run([str(EXE), "ingest"], cwd=tmp_path, env={**os.environ, **dagster_env}, text=True,
-                          capture_output=True, timeout=300)
+    proc = subprocess.run(
+        [str(EXE), "ingest"],
+        cwd=tmp_path,
+        env={**os.environ, **dagster_env},
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert proc.returncode == 0 and "recorded" in proc.stderr, proc.stderr
     assert _entries(home) == []
     [run] = instance.get_runs()
@@ -71,8 +85,14 @@ def test_a_cli_run_leaves_an_entry_and_nothing_running_and_the_next_command_reco
     assert instance.get_materialized_partitions(GRADED) == planned and len(planned) == 4
     mat = instance.fetch_materializations(GRADED, limit=1).records[0].asset_materialization
     assert mat.tags["dagster/input_event_pointer/rollouts"] != "NULL"  # lineage as a live recording gives it
-    again = subprocess.run([str(EXE), "ingest"], cwd=tmp_path, env={**os.environ, **dagster_env}, text=True,
-                           capture_output=True, timeout=300)
+    again = subprocess.run(
+        [str(EXE), "ingest"],
+        cwd=tmp_path,
+        env={**os.environ, **dagster_env},
+        text=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert again.returncode == 0 and len(instance.get_runs()) == 1  # nothing recorded twice
 
 
@@ -83,8 +103,9 @@ def test_the_daemon_records_a_finished_cli_run_by_itself(tmp_path: Path, dagster
     log = tmp_path / "daemon.log"
     env = {**os.environ, **dagster_env, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMO_TEST_API_KEY": SECRET}
     with open(log, "w") as out:
-        daemon = subprocess.Popen([str(EXE), "daemon"], cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        daemon = subprocess.Popen(
+            [str(EXE), "daemon"], cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         run_cli(["-c", str(good), "--dataset", str(data), "-o", str(tmp_path / "out")], llm, dagster_env, ingest=False)
         ended = time.monotonic()
@@ -107,7 +128,9 @@ def test_the_daemon_records_a_finished_cli_run_by_itself(tmp_path: Path, dagster
 
 
 def test_an_entry_being_recorded_is_left_alone_and_a_repeat_records_nothing_twice(
-    tmp_path: Path, dagster_env, llm,
+    tmp_path: Path,
+    dagster_env,
+    llm,
 ) -> None:
     home = Path(dagster_env["DAGSTER_HOME"])
     data, good = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good")
@@ -139,16 +162,25 @@ def test_a_running_cli_run_is_not_recorded_until_it_ends(tmp_path: Path, dagster
     home = Path(dagster_env["DAGSTER_HOME"])
     request = RunRequest(dataset="d.jsonl", configs=["c.yaml"], output_dir=tmp_path / "out", run_id="alive")
     header = RecordingHeader(request=request, config_names=["c"], instance_ids=["i"], planned=[("i", "c", 0)])
-    code = (f"import sys; from pathlib import Path; from mimo_assets.cli_recording.registry import write_entry; "
-            f"from mimo_assets.cli_recording.feed import RecordingHeader; "
-            f"write_entry(Path({str(home)!r}), RecordingHeader.model_validate_json(sys.stdin.read()))")
-    writer = subprocess.run([sys.executable, "-c", code], input=header.model_dump_json(), text=True, cwd=REPO,
-                            capture_output=True, timeout=60)
+    code = (
+        f"import sys; from pathlib import Path; from mimo_assets.cli_recording.registry import write_entry; "
+        f"from mimo_assets.cli_recording.feed import RecordingHeader; "
+        f"write_entry(Path({str(home)!r}), RecordingHeader.model_validate_json(sys.stdin.read()))"
+    )
+    writer = subprocess.run(
+        [sys.executable, "-c", code],
+        input=header.model_dump_json(),
+        text=True,
+        cwd=REPO,
+        capture_output=True,
+        timeout=60,
+    )
     assert writer.returncode == 0, writer.stderr
     [entry] = _entries(home)
     assert registry.state(entry, registry.read_entry(entry)) == "killed"  # the writer exited without ending
-    mine = registry.write_entry(home, header.model_copy(update={"request": request.model_copy(
-        update={"run_id": "mine"})}))
+    mine = registry.write_entry(
+        home, header.model_copy(update={"request": request.model_copy(update={"run_id": "mine"})})
+    )
     assert registry.state(mine, registry.read_entry(mine)) == "running"  # this process is alive
     assert [p for p, _ in registry.ready(home)] == [entry]
     registry.mark_ended(mine)
@@ -171,9 +203,14 @@ def test_the_webserver_start_records_finished_cli_runs(tmp_path: Path, dagster_e
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with open(tmp_path / "webserver.log", "w") as out:
-        proc = subprocess.Popen([str(EXE), "webserver", "-h", "127.0.0.1", "-p", str(port)], cwd=tmp_path,
-                                env={**os.environ, **dagster_env}, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [str(EXE), "webserver", "-h", "127.0.0.1", "-p", str(port)],
+            cwd=tmp_path,
+            env={**os.environ, **dagster_env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:

@@ -31,7 +31,9 @@ def _count(instance: DagsterInstance) -> dict[str, int]:
 
 @pytest.mark.parametrize("dagster_env", ["sqlite", "postgres"], indirect=True)
 def test_cli_runs_materialize_each_partition_once_with_lineage_and_resume(
-    tmp_path: Path, dagster_env, llm,
+    tmp_path: Path,
+    dagster_env,
+    llm,
 ) -> None:
     data = write_tasks(tmp_path, 4)
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
@@ -54,8 +56,13 @@ def test_cli_runs_materialize_each_partition_once_with_lineage_and_resume(
     run_cli(args, llm, dagster_env)  # everything finished: nothing new, not even a run
     assert _count(instance) == first and len(instance.get_runs()) == 1
     run_cli([*args, "--redo-existing"], llm, dagster_env)
-    assert _count(instance) == {"rollouts": 8, "judge_scores": 0, "graded_results": 8,
-                                "converted_jsonl": 1, "config_files": 1}
+    assert _count(instance) == {
+        "rollouts": 8,
+        "judge_scores": 0,
+        "graded_results": 8,
+        "converted_jsonl": 1,
+        "config_files": 1,
+    }
     assert len(instance.get_runs()) == 2
     _assert_no_secret(dagster_env, Path(dagster_env["DAGSTER_HOME"]), tmp_path / "out")
 
@@ -66,9 +73,12 @@ def _assert_no_secret(env: dict[str, str], *folders: Path) -> None:
     files = [p for folder in folders for p in folder.rglob("*") if p.is_file()]
     assert [str(p) for p in files if SECRET.encode() in p.read_bytes()] == []
     if POSTGRES_URL_ENV in env:
-        dump = subprocess.run([f"{bin_dir()}/pg_dump", "--data-only", env[POSTGRES_URL_ENV].replace("+psycopg2", "")],
-                              check=True,
-                              capture_output=True, text=True).stdout
+        dump = subprocess.run(
+            [f"{bin_dir()}/pg_dump", "--data-only", env[POSTGRES_URL_ENV].replace("+psycopg2", "")],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         assert "graded_results" in dump and SECRET not in dump
     else:
         assert any(p.name.endswith(".db") for p in files)
@@ -87,8 +97,9 @@ def _assert_lineage(instance: DagsterInstance) -> None:
         rollout_dir = Path(meta["trajectory"]).parent.relative_to(meta["output_dir"])
         assert meta["viewer"] == rollout_url(meta["output_dir"], str(rollout_dir))  # that rollout's viewer page
     rollout_versions = {m.partition: m.tags["dagster/data_version"] for m in _materializations(instance, "rollouts")}
-    rollout_ids = {r.partition_key: r.storage_id
-                   for r in instance.fetch_materializations(AssetKey("rollouts"), limit=1000).records}
+    rollout_ids = {
+        r.partition_key: r.storage_id for r in instance.fetch_materializations(AssetKey("rollouts"), limit=1000).records
+    }
     for mat in _materializations(instance, "graded_results"):
         assert mat.tags["dagster/input_data_version/rollouts"] == rollout_versions[mat.partition]
         # Dagster's own link: the storage id of that partition's rollouts event, not "NULL"
@@ -102,8 +113,20 @@ def test_recalc_materializes_graded_results_only(tmp_path: Path, dagster_env, ll
     run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "out")], llm, dagster_env)
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     rollouts_before = {m.partition: m.tags["dagster/data_version"] for m in _materializations(instance, "rollouts")}
-    run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "regraded"),
-             "--recalc-input", str(tmp_path / "out")], llm, dagster_env)
+    run_cli(
+        [
+            "-c",
+            str(cfg),
+            "--dataset",
+            str(data),
+            "-o",
+            str(tmp_path / "regraded"),
+            "--recalc-input",
+            str(tmp_path / "out"),
+        ],
+        llm,
+        dagster_env,
+    )
     counts = _count(instance)
     assert (counts["rollouts"], counts["judge_scores"], counts["graded_results"]) == (2, 0, 4)
     latest = instance.fetch_materializations(AssetKey("graded_results"), limit=2).records
@@ -126,9 +149,26 @@ def test_two_cli_runs_record_into_one_instance_at_once(tmp_path: Path, dagster_e
     env = {**os.environ, **dagster_env, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMO_TEST_API_KEY": SECRET}
     env.pop("MIMOAGENT_OBSERVERS", None)
     procs = [
-        subprocess.Popen([sys.executable, "-m", "mimo_core.cli", "-c", str(write_named_config(tmp_path, name)),
-                          "--dataset", str(data), "-o", str(tmp_path / f"out-{name}"), "--workers", "3"],
-                         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mimo_core.cli",
+                "-c",
+                str(write_named_config(tmp_path, name)),
+                "--dataset",
+                str(data),
+                "-o",
+                str(tmp_path / f"out-{name}"),
+                "--workers",
+                "3",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for name in ("good", "bad")
     ]
     for proc in procs:
@@ -138,11 +178,14 @@ def test_two_cli_runs_record_into_one_instance_at_once(tmp_path: Path, dagster_e
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     assert [r.status.value for r in instance.get_runs()] == ["SUCCESS", "SUCCESS"]
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
-        pk(data, f"greet-{i}", c) for c in ("good", "bad") for i in range(6)}
+        pk(data, f"greet-{i}", c) for c in ("good", "bad") for i in range(6)
+    }
 
 
 def test_paired_flag_runs_every_config_on_every_instance_and_random_ab_one_each(
-    tmp_path: Path, dagster_env, llm,
+    tmp_path: Path,
+    dagster_env,
+    llm,
 ) -> None:
     data = write_tasks(tmp_path, 4)
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
@@ -153,11 +196,14 @@ def test_paired_flag_runs_every_config_on_every_instance_and_random_ab_one_each(
     assert len(random_parts) == 4 and {split_key(p)[1] for p in random_parts} == {f"greet-{i}" for i in range(4)}
     run_cli([*base, "--paired", "-o", str(tmp_path / "paired")], llm, dagster_env)
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
-        pk(data, f"greet-{i}", c) for c in ("good", "bad") for i in range(4)}
+        pk(data, f"greet-{i}", c) for c in ("good", "bad") for i in range(4)
+    }
 
 
 def test_a_key_echoed_in_an_error_body_never_reaches_the_dagster_event_log(
-    tmp_path: Path, dagster_env, llm,
+    tmp_path: Path,
+    dagster_env,
+    llm,
 ) -> None:
     """A 401 whose body echoes the key fails one rollout (model_auth_error): the failure reaches Dagster
     with the server's message, the key scrubbed, in no file of the instance nor of the output."""

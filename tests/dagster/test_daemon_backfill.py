@@ -36,8 +36,10 @@ def _register(instance: DagsterInstance, data: Path, configs: list[Path]) -> Non
     plan = [p.stem for p in configs]
     for selection, run_config in (  # configs first: loading the dataset plans its rows for them
         ([AssetKey("config_files")], {"ops": {"config_files": {"config": {"paths": [str(p) for p in configs]}}}}),
-        ([AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
-         {"ops": {"load_dataset": {"config": {"source": str(data), "plan_configs": plan}}}}),
+        (
+            [AssetKey("dataset_rows"), AssetKey("converted_jsonl")],
+            {"ops": {"load_dataset": {"config": {"source": str(data), "plan_configs": plan}}}},
+        ),
     ):
         assert job.execute_in_process(instance=instance, asset_selection=selection, run_config=run_config).success
 
@@ -48,9 +50,17 @@ def _submit(instance: DagsterInstance, keys: list[str]) -> str:
     backfill_id = make_new_backfill_id()
     with partition_loading_context(dynamic_partitions_store=instance):
         backfill = PartitionBackfill.from_asset_partitions(
-            backfill_id=backfill_id, asset_graph=defs.resolve_asset_graph(), partition_names=keys,
-            asset_selection=ROLLOUT_KEYS, backfill_timestamp=time.time(), tags={}, dynamic_partitions_store=instance,
-            all_partitions=False, title="test backfill", description=None, run_config=None,
+            backfill_id=backfill_id,
+            asset_graph=defs.resolve_asset_graph(),
+            partition_names=keys,
+            asset_selection=ROLLOUT_KEYS,
+            backfill_timestamp=time.time(),
+            tags={},
+            dynamic_partitions_store=instance,
+            all_partitions=False,
+            title="test backfill",
+            description=None,
+            run_config=None,
         )
     instance.add_backfill(backfill)
     return backfill_id
@@ -58,7 +68,10 @@ def _submit(instance: DagsterInstance, keys: list[str]) -> str:
 
 @pytest.mark.parametrize("dagster_env", ["sqlite", "postgres"], indirect=True)
 def test_ui_backfill_runs_through_the_daemon_in_one_run_not_one_per_partition(
-    tmp_path: Path, dagster_env, llm, monkeypatch,
+    tmp_path: Path,
+    dagster_env,
+    llm,
+    monkeypatch,
 ) -> None:
     monkeypatch.setenv("MIMO_TEST_BASE_URL", llm.openai_base_url)
     monkeypatch.setenv("MIMO_TEST_API_KEY", "k")
@@ -74,8 +87,10 @@ def test_ui_backfill_runs_through_the_daemon_in_one_run_not_one_per_partition(
         runs = [r for r in instance.get_runs() if r.tags.get("dagster/backfill") == backfill_id]
         assert len(runs) == 1, [r.tags for r in runs]  # one contiguous range of planned cells: one run, not 6
         assert instance.get_materialized_partitions(AssetKey("graded_results")) == set(keys)
-        rewards = {m.asset_materialization.partition: m.asset_materialization.metadata["reward"].value
-                   for m in instance.fetch_materializations(AssetKey("graded_results"), limit=100).records}
+        rewards = {
+            m.asset_materialization.partition: m.asset_materialization.metadata["reward"].value
+            for m in instance.fetch_materializations(AssetKey("graded_results"), limit=100).records
+        }
         assert rewards == {k: (1.0 if k.startswith("good|") else 0.0) for k in keys}
 
         if POSTGRES_URL_ENV in dagster_env:
@@ -85,15 +100,21 @@ def test_ui_backfill_runs_through_the_daemon_in_one_run_not_one_per_partition(
         # but an infrastructure error does not unseat a graded result (docs/dagster.md#the-result-of-a-cell):
         # the partitions keep their earlier results, in the UI as in the tables, so the backfill, which
         # asked for results of them, completes.
-        first_dirs = {m.asset_materialization.partition: m.asset_materialization.metadata["output_dir"].value
-                      for m in instance.fetch_materializations(AssetKey("graded_results"), limit=100).records}
+        first_dirs = {
+            m.asset_materialization.partition: m.asset_materialization.metadata["output_dir"].value
+            for m in instance.fetch_materializations(AssetKey("graded_results"), limit=100).records
+        }
         llm.inject(503, times=6)  # 2 rollouts × 3 attempts
         redo_id = _submit(instance, keys[:2])
         _wait(instance, redo_id, tmp_path, BulkActionStatus.COMPLETED_SUCCESS)
         redo_runs = [r for r in instance.get_runs() if r.tags.get("dagster/backfill") == redo_id]
         assert redo_runs and {r.status for r in redo_runs} == {DagsterRunStatus.FAILURE}
-        failure = [e.dagster_event for r in redo_runs for e in instance.all_logs(r.run_id)
-                   if e.dagster_event is not None and e.dagster_event.is_step_failure]
+        failure = [
+            e.dagster_event
+            for r in redo_runs
+            for e in instance.all_logs(r.run_id)
+            if e.dagster_event is not None and e.dagster_event.is_step_failure
+        ]
         messages = " ".join(str(f.step_failure_data.error) for f in failure)
         assert "kept their earlier result" in messages and all(k in messages for k in keys[:2]), messages
         for key in ("rollouts", "graded_results"):
@@ -110,7 +131,10 @@ def test_ui_backfill_runs_through_the_daemon_in_one_run_not_one_per_partition(
 
 
 def test_big_backfill_runs_in_chunks_side_by_side_each_partition_once(
-    tmp_path: Path, dagster_env, llm, monkeypatch,
+    tmp_path: Path,
+    dagster_env,
+    llm,
+    monkeypatch,
 ) -> None:
     """4 partitions of one config, 2 per run: Dagster's multi-run policy makes 2 runs that the run queue
     starts together; each run's `context.partition_keys` is its own 2 keys, so every partition gets one
@@ -145,9 +169,14 @@ def test_big_backfill_runs_in_chunks_side_by_side_each_partition_once(
 def _daemon(tmp_path: Path, **env: str) -> Iterator[None]:
     """A real `dagster-daemon` on this test's instance; killed with the runs it launched."""
     with open(tmp_path / "daemon.log", "w") as log:
-        daemon = subprocess.Popen([str(REPO / ".venv" / "bin" / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-                                  cwd=REPO, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        daemon = subprocess.Popen(
+            [str(REPO / ".venv" / "bin" / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+            cwd=REPO,
+            env={**os.environ, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         yield
     finally:
@@ -155,8 +184,12 @@ def _daemon(tmp_path: Path, **env: str) -> Iterator[None]:
         daemon.wait()
 
 
-def _wait(instance: DagsterInstance, backfill_id: str, tmp_path: Path,
-          expected: BulkActionStatus = BulkActionStatus.COMPLETED_SUCCESS) -> None:
+def _wait(
+    instance: DagsterInstance,
+    backfill_id: str,
+    tmp_path: Path,
+    expected: BulkActionStatus = BulkActionStatus.COMPLETED_SUCCESS,
+) -> None:
     deadline = time.monotonic() + 240
     busy = (BulkActionStatus.REQUESTED, BulkActionStatus.FAILING)
     while time.monotonic() < deadline and instance.get_backfill(backfill_id).status in busy:

@@ -19,16 +19,25 @@ def test_dagster_definitions_validate_passes_on_workspace(tmp_path: Path) -> Non
     (tmp_path / "home").mkdir()
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home")}
     dagster = Path(sys.executable).with_name("dagster")
-    proc = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "All code locations passed validation" in proc.stderr + proc.stdout
 
 
 def test_nightly_schedule_requests_the_configured_set_tagged_with_the_date(tmp_path: Path) -> None:
-    env = {"MIMOAGENT_NIGHTLY_DATASET": "/data/tasks.jsonl",
-           "MIMOAGENT_NIGHTLY_CONFIGS": f"/c/a.yaml{os.pathsep}/c/b.yaml",
-           "MIMOAGENT_NIGHTLY_ROLLOUTS": "3", "MIMOAGENT_OUTPUT_ROOT": str(tmp_path)}
+    env = {
+        "MIMOAGENT_NIGHTLY_DATASET": "/data/tasks.jsonl",
+        "MIMOAGENT_NIGHTLY_CONFIGS": f"/c/a.yaml{os.pathsep}/c/b.yaml",
+        "MIMOAGENT_NIGHTLY_ROLLOUTS": "3",
+        "MIMOAGENT_OUTPUT_ROOT": str(tmp_path),
+    }
     req = nightly_request("2026-03-04", env)
     assert isinstance(req, RunRequest)
     assert req.tags["mimoagent/date"] == "2026-03-04" and req.run_key == "nightly-2026-03-04"
@@ -123,11 +132,22 @@ def test_multi_run_backfill_chunks_cover_each_selected_partition_once(tmp_path: 
         selected = {str(partition_key("ds", f"i{n}", c)) for n in range(7) for c in ("a", "b") if n != 3}
         with partition_loading_context(dynamic_partitions_store=instance):
             requests = _build_run_requests_with_backfill_policy(
-                [AssetKey("rollouts")], [], backfill_policy("2"), frozenset(selected), rollout_partitions,
-                tags={}, dynamic_partitions_store=instance)
-            chunks = [rollout_partitions.get_partition_keys_in_range(PartitionKeyRange(
-                r.tags["dagster/asset_partition_range_start"], r.tags["dagster/asset_partition_range_end"]))
-                for r in requests]
+                [AssetKey("rollouts")],
+                [],
+                backfill_policy("2"),
+                frozenset(selected),
+                rollout_partitions,
+                tags={},
+                dynamic_partitions_store=instance,
+            )
+            chunks = [
+                rollout_partitions.get_partition_keys_in_range(
+                    PartitionKeyRange(
+                        r.tags["dagster/asset_partition_range_start"], r.tags["dagster/asset_partition_range_end"]
+                    )
+                )
+                for r in requests
+            ]
     assert len(requests) == 7  # ranges a|i0-a|i2 (2 + 1), a|i4-b|i2 (2 + 2 + 2), b|i4-b|i6 (2 + 1)
     assert all(1 <= len(c) <= 2 for c in chunks)
     flat = [str(k) for c in chunks for k in c]
@@ -143,6 +163,7 @@ def test_analytics_sensor_fires_once_new_graded_results_land_and_nothing_runs(tm
 
     (tmp_path / "home").mkdir()
     with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+
         def tick(cursor: str | None = None):
             return analytics_after_new_results.evaluate_tick(build_sensor_context(instance=instance, cursor=cursor))
 
@@ -165,9 +186,21 @@ def test_computed_assets_declare_a_code_version() -> None:
     from mimo_assets.definitions import defs
 
     graph = defs.resolve_asset_graph()
-    computed = ["rollouts", "judge_scores", "graded_results", "results_table", "pass_rates", "pass_at_k",
-                "ab_comparison", "usage_by_config", "exit_statuses", "pass_rate_trend", "sft_export", "rl_export",
-                "atif_export"]
+    computed = [
+        "rollouts",
+        "judge_scores",
+        "graded_results",
+        "results_table",
+        "pass_rates",
+        "pass_at_k",
+        "ab_comparison",
+        "usage_by_config",
+        "exit_statuses",
+        "pass_rate_trend",
+        "sft_export",
+        "rl_export",
+        "atif_export",
+    ]
     from dagster import AssetKey
 
     assert {k: graph.get(AssetKey(k)).code_version for k in computed} == {k: "1" for k in computed}

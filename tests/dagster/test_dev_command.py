@@ -40,8 +40,12 @@ def test_postgres_flag_creates_a_postgres_home_without_writing_the_url(tmp_path:
 def test_postgres_url_on_a_sqlite_home_is_a_one_line_error(tmp_path: Path) -> None:
     assert _run(tmp_path, "webserver", "--help").returncode == 0
     home = tmp_path / "home" / ".mimoagent" / "dagster_home"
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(home),
-           "MIMOAGENT_DAGSTER_POSTGRES_URL": "postgresql://u@127.0.0.1:1/db"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path / "home"),
+        "DAGSTER_HOME": str(home),
+        "MIMOAGENT_DAGSTER_POSTGRES_URL": "postgresql://u@127.0.0.1:1/db",
+    }
     proc = subprocess.run([str(EXE), "webserver", "--help"], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "created for SQLite" in proc.stderr and len(proc.stderr.splitlines()) == 1
 
@@ -57,8 +61,14 @@ def test_a_new_home_gets_its_tables_under_the_lock_before_dagster_starts(tmp_pat
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(home)}
-    proc = subprocess.Popen([str(EXE), "webserver", "-h", "127.0.0.1", "-p", str(port)], cwd=tmp_path, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(EXE), "webserver", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while not (home / ".mimoagent-schema-ready").exists() and proc.poll() is None and time.monotonic() < deadline:

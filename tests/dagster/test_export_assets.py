@@ -21,8 +21,11 @@ def test_export_assets_write_each_format_for_the_latest_graded_partitions(tmp_pa
     data = _register_inputs(tmp_path, instance)
     _run(instance, ROLLOUT_KEYS, partition_key=pk(data, "greet-0", "good"))
     _run(instance, ROLLOUT_KEYS, partition_key=pk(data, "greet-1", "bad"))
-    _run(instance, [AssetKey("sft_export"), AssetKey("rl_export"), AssetKey("atif_export")],
-         run_config={"ops": {"sft_export": {"config": {"min_reward": 1.0}}}})
+    _run(
+        instance,
+        [AssetKey("sft_export"), AssetKey("rl_export"), AssetKey("atif_export")],
+        run_config={"ops": {"sft_export": {"config": {"min_reward": 1.0}}}},
+    )
 
     sft = _meta(instance, "sft_export")
     df = pl.read_parquet(sft["path"])
@@ -36,4 +39,6 @@ def test_export_assets_write_each_format_for_the_latest_graded_partitions(tmp_pa
     atif = _meta(instance, "atif_export")
     files = sorted(Path(atif["path"]).rglob("*.json"))
     assert atif["rollouts"] == 2 and [f.relative_to(atif["path"]).as_posix() for f in files] == [
-        "greet-0/good/0.json", "greet-1/bad/0.json"]
+        "greet-0/good/0.json",
+        "greet-1/bad/0.json",
+    ]

@@ -25,8 +25,12 @@ def test_fanout_chunks_cover_the_selection_once_each_in_its_folder(tmp_path: Pat
 
     data, good = write_tasks(tmp_path, 3), write_named_config(tmp_path, "good")
     evaluate = {"dataset": str(data), "configs": [str(good)], "workers": 2, "output_dir": str(tmp_path / "out")}
-    run = {"ops": {"chunk_slices": {"config": {"rows": 5, "chunk_size": 2}},  # rows past the end: last chunk empty
-                   "evaluate_chunk": {"config": evaluate}}}
+    run = {
+        "ops": {
+            "chunk_slices": {"config": {"rows": 5, "chunk_size": 2}},  # rows past the end: last chunk empty
+            "evaluate_chunk": {"config": evaluate},
+        }
+    }
     result = defs.resolve_job_def("evaluate_fanout").execute_in_process(instance=instance, run_config=run)
     assert result.success
     out = tmp_path / "out"
@@ -35,6 +39,7 @@ def test_fanout_chunks_cover_the_selection_once_each_in_its_folder(tmp_path: Pat
     graded = instance.fetch_materializations(AssetKey("graded_results"), limit=100).records
     assert len(graded) == 3 and len({r.partition_key for r in graded}) == 3  # three instances, none twice
     run["ops"]["evaluate_chunk"]["config"]["slice"] = "0:1"
-    bad = defs.resolve_job_def("evaluate_fanout").execute_in_process(instance=instance, run_config=run,
-                                                                    raise_on_error=False)
+    bad = defs.resolve_job_def("evaluate_fanout").execute_in_process(
+        instance=instance, run_config=run, raise_on_error=False
+    )
     assert not bad.success and "the chunks are the slices" in str(bad.failure_data_for_node("evaluate_chunk").error)

@@ -10,7 +10,8 @@ from mimo_assets.instance.home import POSTGRES_URL_ENV, dagster_home, get_instan
 
 
 def test_a_home_whose_yaml_names_the_storage_where_it_used_to_live_is_rewritten_and_opens(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()

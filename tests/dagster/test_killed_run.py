@@ -36,23 +36,34 @@ def _wait(what: str, done, timeout: float = 120) -> None:
 
 
 def test_a_killed_runs_finished_rollouts_are_in_dagster_before_any_rerun_and_it_is_not_a_success(
-    tmp_path: Path, dagster_env, llm,
+    tmp_path: Path,
+    dagster_env,
+    llm,
 ) -> None:
     data, cfg, out = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good"), tmp_path / "out"
     args = ["-c", str(cfg), "--dataset", str(data), "-o", str(out), "--workers", "1"]
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     assert instance.get_runs() == []  # its storage is made now, not while the recording child makes it
     with ScriptedLLM(_hangs_on_greet_1) as hanging:
-        env = {**os.environ, **dagster_env, "MIMO_TEST_BASE_URL": hanging.openai_base_url,
-               "MIMO_TEST_API_KEY": SECRET}
+        env = {**os.environ, **dagster_env, "MIMO_TEST_BASE_URL": hanging.openai_base_url, "MIMO_TEST_API_KEY": SECRET}
         env.pop("MIMOAGENT_OBSERVERS", None)
-        runner = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "mimo_core.cli", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             results = out / "results.jsonl"
-            _wait("greet-0 finished and greet-1 at work",
-                  lambda: results.is_file() and len(results.read_text().splitlines()) == 1
-                  and any("(task 1)" in json.dumps(r.body["messages"][:2]) for r in hanging.requests))
+            _wait(
+                "greet-0 finished and greet-1 at work",
+                lambda: (
+                    results.is_file()
+                    and len(results.read_text().splitlines()) == 1
+                    and any("(task 1)" in json.dumps(r.body["messages"][:2]) for r in hanging.requests)
+                ),
+            )
         finally:
             runner.send_signal(signal.SIGKILL)
             runner.wait()
@@ -68,7 +79,9 @@ def test_a_killed_runs_finished_rollouts_are_in_dagster_before_any_rerun_and_it_
 
 
 def test_finished_rollouts_dagster_never_recorded_are_recorded_by_the_next_run(
-    tmp_path: Path, dagster_env, llm,
+    tmp_path: Path,
+    dagster_env,
+    llm,
 ) -> None:
     """As when a run is killed together with its recording child: the next run over the folder records them."""
     data, cfg, out = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good"), tmp_path / "out"

@@ -35,7 +35,7 @@ def _cli_table(stdout: str) -> dict[str, dict[str, str]]:
     lines = [line for line in stdout.splitlines() if line.strip()]
     start = next(i for i, line in enumerate(lines) if line.startswith("config "))
     head = re.split(r"\s{2,}", lines[start].strip())
-    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[start + 2:] if not line.startswith("-")]
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[start + 2 :] if not line.startswith("-")]
     return {row[0]: dict(zip(head, row, strict=True)) for row in rows if len(row) == len(head)}
 
 
@@ -47,8 +47,11 @@ def one_run(tmp_path: Path, dagster_env, llm) -> dict:
     good, bad = write_named_config(tmp_path, "good"), write_named_config(tmp_path, "bad")
     out = tmp_path / "out"
     llm.inject(503, times=6)  # 3 attempts each: the first two rollouts (1 worker) end in model_error
-    proc = run_cli(["-c", str(good), "-c", str(bad), "--paired", "--dataset", str(data), "--workers", "1",
-                    "-o", str(out)], llm, dagster_env)
+    proc = run_cli(
+        ["-c", str(good), "-c", str(bad), "--paired", "--dataset", str(data), "--workers", "1", "-o", str(out)],
+        llm,
+        dagster_env,
+    )
     instance = get_instance()
     assert defs.resolve_job_def("refresh_analytics").execute_in_process(instance=instance).success
     records = list(ResultsStore(out).load().values())
@@ -61,8 +64,14 @@ def test_the_cli_and_dagster_report_the_same_rates_under_the_same_names(one_run)
     meta = _meta(one_run["instance"], "pass_rates")
     table = pl.read_parquet(meta["path"])
     shown = meta["table"].splitlines()[0]  # the UI's table: its header
-    for ident in (rates.ATTEMPTED, rates.ERRORS, rates.GRADED, rates.PASSED, rates.PASS_RATE_OF_GRADED,
-                  rates.PASS_RATE_OF_ATTEMPTED):
+    for ident in (
+        rates.ATTEMPTED,
+        rates.ERRORS,
+        rates.GRADED,
+        rates.PASSED,
+        rates.PASS_RATE_OF_GRADED,
+        rates.PASS_RATE_OF_ATTEMPTED,
+    ):
         label = rates.LABELS[ident]
         assert f"| {label} |" in shown, shown
         for config in ("good", "bad"):
@@ -74,8 +83,11 @@ def test_the_cli_and_dagster_report_the_same_rates_under_the_same_names(one_run)
     for config, recs in by_config.items():  # and both are the hand count
         c = rates.counts(recs)
         [row] = table.filter(pl.col("config_name") == config).iter_rows(named=True)
-        assert (row["attempted"], row["errors"], row["passed"]) == (len(recs), sum(r.infra_error for r in recs),
-                                                                    sum(bool(r.passed) for r in recs))
+        assert (row["attempted"], row["errors"], row["passed"]) == (
+            len(recs),
+            sum(r.infra_error for r in recs),
+            sum(bool(r.passed) for r in recs),
+        )
         assert row["pass_rate_of_attempted"] == pytest.approx(c.passed / len(recs))
         assert row["pass_rate_of_graded"] == pytest.approx(c.passed / (len(recs) - c.errors))
     assert sum(r["errors"] for r in table.iter_rows(named=True)) == 2
@@ -85,8 +97,9 @@ def test_status_and_usage_tables_sum_to_results_jsonl(one_run) -> None:
     records = one_run["records"]
     instance = one_run["instance"]
     statuses = pl.read_parquet(_meta(instance, "exit_statuses")["path"])
-    got = Counter({c: int(statuses[c].sum()) for c in statuses.columns
-                   if c not in ("dataset", "run_kind", "config_name")})
+    got = Counter(
+        {c: int(statuses[c].sum()) for c in statuses.columns if c not in ("dataset", "run_kind", "config_name")}
+    )
     assert got == Counter(str(r.exit_status) for r in records), got
     assert got["model_error"] == 2
     usage = pl.read_parquet(_meta(instance, "usage_by_config")["path"])
@@ -122,8 +135,13 @@ def test_a_failed_partitions_page_says_why(one_run, webserver: str) -> None:  # 
     for record in failed:
         key = pk(one_run["data"], record.instance_id, record.config_name)
         for asset in ("rollouts", "graded_results"):
-            body = json.dumps({"query": PARTITION_QUERY, "operationName": "AssetPartitionDetailQuery",
-                               "variables": {"assetKey": {"path": [asset]}, "partitionKey": key}}).encode()
+            body = json.dumps(
+                {
+                    "query": PARTITION_QUERY,
+                    "operationName": "AssetPartitionDetailQuery",
+                    "variables": {"assetKey": {"path": [asset]}, "partitionKey": key},
+                }
+            ).encode()
             data = json.loads(_post(webserver + "/graphql", body))["data"]["assetOrError"]
             assert data["definition"]["latestRunForPartition"]["status"] == "FAILURE", data
             events = data["assetEventHistory"]["results"]

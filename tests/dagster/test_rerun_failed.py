@@ -47,15 +47,28 @@ def _record_synthetic_run(folder: Path) -> list[str]:
     cfg = write_named_config(folder, "a")
     out = folder / "out"
     out.mkdir()
-    records = [ResultRecord(run_id="synthetic", instance_id=f"greet-{i}", config_name="a",
-                            exit_status=ExitStatus.MODEL_ERROR if i % FAILED_EVERY == 1 else ExitStatus.SUBMITTED,
-                            error="model_error: 503" if i % FAILED_EVERY == 1 else None,
-                            reward=None if i % FAILED_EVERY == 1 else 0.0, output_dir=f"greet-{i}/a/0")
-               for i in range(ROWS)]
+    records = [
+        ResultRecord(
+            run_id="synthetic",
+            instance_id=f"greet-{i}",
+            config_name="a",
+            exit_status=ExitStatus.MODEL_ERROR if i % FAILED_EVERY == 1 else ExitStatus.SUBMITTED,
+            error="model_error: 503" if i % FAILED_EVERY == 1 else None,
+            reward=None if i % FAILED_EVERY == 1 else 0.0,
+            output_dir=f"greet-{i}/a/0",
+        )
+        for i in range(ROWS)
+    ]
     (out / RESULTS_FILE).write_text("".join(r.model_dump_json() + "\n" for r in records))
     request = RunRequest(dataset=str(data), configs=[str(cfg)], output_dir=out, run_id="synthetic")
-    feed = Feed(RecordingHeader(request=request, config_names=["a"], instance_ids=[r.instance_id for r in records],
-                                planned=[r.key for r in records]))
+    feed = Feed(
+        RecordingHeader(
+            request=request,
+            config_names=["a"],
+            instance_ids=[r.instance_id for r in records],
+            planned=[r.key for r in records],
+        )
+    )
     for r in records:
         feed.put(r)
     feed.close()
@@ -65,8 +78,10 @@ def _record_synthetic_run(folder: Path) -> list[str]:
 
 
 def _sensor_has_ticked(instance: DagsterInstance, name: str) -> bool:
-    return any(s.name == name and s.instigator_data is not None and getattr(s.instigator_data, "cursor", None)
-               for s in instance.all_instigator_state())
+    return any(
+        s.name == name and s.instigator_data is not None and getattr(s.instigator_data, "cursor", None)
+        for s in instance.all_instigator_state()
+    )
 
 
 @pytest.fixture
@@ -76,13 +91,18 @@ def held_reruns(dagster_env) -> dict[str, str]:
     path = Path(dagster_env["DAGSTER_HOME"]) / "dagster.yaml"
     text = path.read_text()
     assert "run_queue:\n" in text
-    path.write_text(text.replace("run_queue:\n", f"run_queue:\n  tag_concurrency_limits:\n"
-                                                 f"    - key: {RERUN_OF_TAG}\n      limit: 0\n", 1))
+    path.write_text(
+        text.replace(
+            "run_queue:\n", f"run_queue:\n  tag_concurrency_limits:\n    - key: {RERUN_OF_TAG}\n      limit: 0\n", 1
+        )
+    )
     return dagster_env
 
 
 def test_1000_scattered_failed_partitions_rerun_in_a_handful_of_runs(
-    tmp_path: Path, held_reruns, webserver: str,  # noqa: F811
+    tmp_path: Path,
+    held_reruns,
+    webserver: str,  # noqa: F811
 ) -> None:
     failed = _record_synthetic_run(tmp_path / "run")
     instance = get_instance()
@@ -93,10 +113,19 @@ def test_1000_scattered_failed_partitions_rerun_in_a_handful_of_runs(
             assert time.monotonic() < deadline, (tmp_path / "daemon.log").read_text()[-3000:]
             time.sleep(0.5)
         # the Launchpad's "Launch run" on rerun_failed, with its config as it opens (empty: every failed one)
-        params = {"selector": {"repositoryLocationName": "mimoagent", "repositoryName": "__repository__",
-                               "jobName": "rerun_failed"}, "runConfigData": {}}
-        answer = json.loads(_post(webserver + "/graphql", json.dumps(
-            {"query": LAUNCH, "variables": {"executionParams": params}}).encode()))["data"]["launchRun"]
+        params = {
+            "selector": {
+                "repositoryLocationName": "mimoagent",
+                "repositoryName": "__repository__",
+                "jobName": "rerun_failed",
+            },
+            "runConfigData": {},
+        }
+        answer = json.loads(
+            _post(
+                webserver + "/graphql", json.dumps({"query": LAUNCH, "variables": {"executionParams": params}}).encode()
+            )
+        )["data"]["launchRun"]
         assert answer["__typename"] == "LaunchRunSuccess", answer
         request_id = answer["run"]["runId"]
         expected = math.ceil(1000 / 100)  # MIMOAGENT_BACKFILL_PARTITIONS_PER_RUN's default
@@ -121,14 +150,14 @@ def test_a_rerun_cells_run_reruns_exactly_its_keys(tmp_path: Path, dagster_env, 
     data = write_tasks(tmp_path / "data", 4)
     good = write_named_config(tmp_path, "good")
     llm.inject(503, times=6)
-    run_cli(["-c", str(good), "--dataset", str(data), "--workers", "1", "-o", str(tmp_path / "out")], llm,
-            dagster_env)
+    run_cli(["-c", str(good), "--dataset", str(data), "--workers", "1", "-o", str(tmp_path / "out")], llm, dagster_env)
     instance = get_instance()
     failed = failed_partitions(instance)
     assert len(failed) == 2, failed
     before = set(instance.get_materialized_partitions(GRADED))
     result = defs.resolve_job_def("rerun_cells").execute_in_process(
-        instance=instance, run_config={"ops": {CELLS_OP: {"config": {"partitions": failed, "workers": 1}}}})
+        instance=instance, run_config={"ops": {CELLS_OP: {"config": {"partitions": failed, "workers": 1}}}}
+    )
     assert result.success
     stored = instance.get_records_for_run(result.run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION).records
     graded = {m.partition for m in (r.event_log_entry.asset_materialization for r in stored) if m.asset_key == GRADED}

@@ -48,18 +48,54 @@ def test_the_evaluate_config_carries_the_requests_descriptions_and_bounds() -> N
         if name in RUN_ONLY:
             continue
         assert field.description and field.description.startswith(info[name].description), name
-    bounds = {k: getattr(m, k) for m in EvaluateConfig.model_fields["num_rollouts"].metadata
-              for k in ("ge", "le") if hasattr(m, k)}
+    bounds = {
+        k: getattr(m, k)
+        for m in EvaluateConfig.model_fields["num_rollouts"].metadata
+        for k in ("ge", "le")
+        if hasattr(m, k)
+    }
     assert bounds == {"ge": 1, "le": 100_000}
 
 
 def test_a_command_line_and_the_same_evaluate_config_make_the_same_request(tmp_path: Path) -> None:
-    argv = ["-c", "a.yaml", "-c", "b.yaml", "--dataset", "d.jsonl", "--split", "test", "--filter", "^x",
-            "--shuffle", "--slice", "0:5", "--seed", "7", "--paired", "--num-rollouts", "3",
-            "--rerun-status", "model_error,grading_error", "-o", str(tmp_path / "out"), "--run-id", "r1"]
+    argv = [
+        "-c",
+        "a.yaml",
+        "-c",
+        "b.yaml",
+        "--dataset",
+        "d.jsonl",
+        "--split",
+        "test",
+        "--filter",
+        "^x",
+        "--shuffle",
+        "--slice",
+        "0:5",
+        "--seed",
+        "7",
+        "--paired",
+        "--num-rollouts",
+        "3",
+        "--rerun-status",
+        "model_error,grading_error",
+        "-o",
+        str(tmp_path / "out"),
+        "--run-id",
+        "r1",
+    ]
     from_cli = cli._request(cli.build_parser().parse_args(argv))
-    config = EvaluateConfig(dataset="d.jsonl", split="test", filter="^x", shuffle=True, slice="0:5", seed=7,
-                            paired=True, num_rollouts=3, rerun_status=["model_error", "grading_error"])
+    config = EvaluateConfig(
+        dataset="d.jsonl",
+        split="test",
+        filter="^x",
+        shuffle=True,
+        slice="0:5",
+        seed=7,
+        paired=True,
+        num_rollouts=3,
+        rerun_status=["model_error", "grading_error"],
+    )
     from_dagster = config.to_request(configs=["a.yaml", "b.yaml"], output_dir=tmp_path / "out", run_id="r1")
     assert from_cli == from_dagster
     assert from_cli.rerun_status == [ExitStatus.MODEL_ERROR, ExitStatus.GRADING_ERROR]

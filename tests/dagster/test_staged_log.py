@@ -18,8 +18,7 @@ ROLLOUTS, JUDGE, GRADED = AssetKey("rollouts"), AssetKey("judge_scores"), AssetK
 
 
 def _event(key: AssetKey, partition: str, *inputs: AssetKey) -> AssetMaterialization:
-    return AssetMaterialization(key, partition=partition,
-                                tags={POINTER + i.to_user_string(): UNSTORED for i in inputs})
+    return AssetMaterialization(key, partition=partition, tags={POINTER + i.to_user_string(): UNSTORED for i in inputs})
 
 
 def _ids(instance: DagsterInstance, key: AssetKey) -> dict[str, int]:
@@ -27,12 +26,15 @@ def _ids(instance: DagsterInstance, key: AssetKey) -> dict[str, int]:
 
 
 def _pointers(instance: DagsterInstance, key: AssetKey, parent: AssetKey) -> dict[str, str]:
-    return {str(r.partition_key): r.asset_materialization.tags[POINTER + parent.to_user_string()]
-            for r in instance.fetch_materializations(key, limit=100).records}
+    return {
+        str(r.partition_key): r.asset_materialization.tags[POINTER + parent.to_user_string()]
+        for r in instance.fetch_materializations(key, limit=100).records
+    }
 
 
 def _run(instance: DagsterInstance, items: Any, succeeds: bool = True) -> None:
     """One in-process run whose single step logs `items(instance)` through emit_all."""
+
     @op(out={})
     def log_them(context) -> Iterator[AssetMaterialization]:
         yield from emit_all(context, items(context.instance))
@@ -92,6 +94,7 @@ def test_a_chain_of_three_is_stored_with_every_pointer_by_the_end_of_the_step() 
 
 def test_held_events_are_stored_when_the_source_fails() -> None:
     """A rollout source that dies mid-run: what finished, held-back graded results included, is recorded."""
+
     def items(instance: DagsterInstance) -> Iterator[list[AssetMaterialization]]:
         yield [_event(ROLLOUTS, "a"), _event(GRADED, "a", ROLLOUTS)]
         raise RuntimeError("the batch runner died")

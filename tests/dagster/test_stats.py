@@ -18,13 +18,24 @@ def _write(run_dir: Path, config: str, outcomes: dict[str, list[bool | None]], *
     store = ResultsStore(run_dir)
     for instance_id, results in outcomes.items():
         for k, passed in enumerate(results):
-            store.put(ResultRecord(
-                run_id=run_dir.name, instance_id=instance_id, config_name=config, rollout_index=k,
-                exit_status=ExitStatus.SUBMITTED if passed is not None else ExitStatus.MODEL_ERROR,
-                reward=None if passed is None else float(passed), passed=passed, steps=3 + k,
-                prompt_tokens=100, completion_tokens=10, cost=0.01, duration_s=1.5,
-                output_dir=f"{instance_id}/{config}/{k}", **extra,
-            ))
+            store.put(
+                ResultRecord(
+                    run_id=run_dir.name,
+                    instance_id=instance_id,
+                    config_name=config,
+                    rollout_index=k,
+                    exit_status=ExitStatus.SUBMITTED if passed is not None else ExitStatus.MODEL_ERROR,
+                    reward=None if passed is None else float(passed),
+                    passed=passed,
+                    steps=3 + k,
+                    prompt_tokens=100,
+                    completion_tokens=10,
+                    cost=0.01,
+                    duration_s=1.5,
+                    output_dir=f"{instance_id}/{config}/{k}",
+                    **extra,
+                )
+            )
 
 
 def test_wilson_interval_matches_reference_values() -> None:
@@ -71,7 +82,6 @@ def test_pass_at_k_per_config_goes_up_to_the_rollouts_every_instance_has(two_run
     assert pak.filter(pl.col("config_name") == "A")["k"].to_list() == [1]  # i4 has one scored rollout
 
 
-
 def test_paired_comparison_uses_shared_instances_and_names_flips(two_runs: pl.DataFrame) -> None:
     pair = ab.compare(two_runs, "A", "B")
     assert pair["design"] == "paired" and pair["method"] == "normal-paired"  # 2 rollouts: fractional rates
@@ -114,8 +124,8 @@ def test_paired_interval_is_narrower_than_unpaired_when_outcomes_agree_and_never
 def test_random_assignment_gives_an_unpaired_figure_not_zero_over_zero_shared(tmp_path: Path) -> None:
     """Several -c assign one config per instance: no shared instance, so the comparison is unpaired."""
     a, b = tmp_path / "run-a", tmp_path / "run-b"
-    _write(a, "A", {f"a{i}": [i < 3] for i in range(10)})   # 3/10
-    _write(b, "B", {f"b{i}": [i < 8] for i in range(10)})   # 8/10
+    _write(a, "A", {f"a{i}": [i < 3] for i in range(10)})  # 3/10
+    _write(b, "B", {f"b{i}": [i < 8] for i in range(10)})  # 8/10
     pair = ab.compare(frame_from_run_dirs([a, b]), "A", "B")
     assert pair["design"] == "unpaired" and pair["method"] == "newcombe" and pair["shared_instances"] == 0
     assert (pair["n_a"], pair["n_b"]) == (10, 10) and pair["difference"] == pytest.approx(0.5)
@@ -126,7 +136,7 @@ def test_random_assignment_gives_an_unpaired_figure_not_zero_over_zero_shared(tm
 
 def test_every_config_on_every_instance_gives_the_paired_figure_and_flips(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    _write(run, "A", {f"i{i:02d}": [i < 8] for i in range(20)})   # passes i00..i07
+    _write(run, "A", {f"i{i:02d}": [i < 8] for i in range(20)})  # passes i00..i07
     _write(run, "B", {f"i{i:02d}": [i < 16] for i in range(20)})  # passes i00..i15: 8 flips, none back
     pair = ab.compare(frame_from_run_dirs([run]), "A", "B")
     assert pair["design"] == "paired" and pair["method"] == "newcombe-paired" and pair["shared_instances"] == 20
@@ -141,8 +151,9 @@ def test_an_id_two_datasets_share_is_two_instances_in_the_comparison(tmp_path: P
     a, b = tmp_path / "run-a", tmp_path / "run-b"
     _write(a, "A", {f"i{i}": [i < 1] for i in range(4)})
     _write(b, "B", {f"i{i}": [i < 3] for i in range(4)})
-    df = frame_from_run_dirs([a, b]).with_columns(dataset=pl.when(pl.col("config_name") == "A").then(pl.lit("x"))
-                                                  .otherwise(pl.lit("y")))
+    df = frame_from_run_dirs([a, b]).with_columns(
+        dataset=pl.when(pl.col("config_name") == "A").then(pl.lit("x")).otherwise(pl.lit("y"))
+    )
     pair = ab.compare(df, "A", "B")
     assert pair["design"] == "unpaired" and pair["shared_instances"] == 0 and (pair["n_a"], pair["n_b"]) == (4, 4)
     assert ab.compare(df.with_columns(dataset=pl.lit("x")), "A", "B")["design"] == "paired"  # one dataset: shared
@@ -174,9 +185,22 @@ def _rates_table(ns: range, passed_all: bool) -> pl.DataFrame:
     for n in ns:
         passed = n if passed_all else 0
         lo, hi = stats.wilson_interval(passed, n)
-        rows.append({"dataset": "d", "run_kind": "rollout", "config_name": f"c{n:05d}", "attempted": n, "errors": 0,
-                     "graded": n, "instances": n, "passed": passed, "pass_rate_of_graded": passed / n, "ci_low": lo,
-                     "ci_high": hi, "night": f"n{n:05d}"})
+        rows.append(
+            {
+                "dataset": "d",
+                "run_kind": "rollout",
+                "config_name": f"c{n:05d}",
+                "attempted": n,
+                "errors": 0,
+                "graded": n,
+                "instances": n,
+                "passed": passed,
+                "pass_rate_of_graded": passed / n,
+                "ci_low": lo,
+                "ci_high": hi,
+                "night": f"n{n:05d}",
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -187,8 +211,9 @@ def test_the_plots_draw_for_every_n_when_everything_passes_or_fails(first: int, 
     from mimo_assets.analysis.plots import error_bars, trend_png
 
     table = _rates_table(range(first, first + BLOCK), passed_all)
-    below, above = error_bars(table["pass_rate_of_graded"].to_list(), table["ci_low"].to_list(),
-                              table["ci_high"].to_list())
+    below, above = error_bars(
+        table["pass_rate_of_graded"].to_list(), table["ci_low"].to_list(), table["ci_high"].to_list()
+    )
     assert min(below) >= 0 and min(above) >= 0
     assert pass_rate_png(table.drop("night")).startswith(b"\x89PNG")
     assert trend_png(table.with_columns(config_name=pl.lit("c"))).startswith(b"\x89PNG")

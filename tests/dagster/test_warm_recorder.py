@@ -52,7 +52,10 @@ def started_recorders() -> Iterator[list[int]]:
 
 
 def test_a_second_run_uses_the_warm_recorder_which_exits_when_idle(
-    tmp_path: Path, dagster_env, llm, started_recorders: list[int],
+    tmp_path: Path,
+    dagster_env,
+    llm,
+    started_recorders: list[int],
 ) -> None:
     env = {**dagster_env, IDLE_ENV: str(IDLE_S), "MIMOAGENT_DAGSTER_LIVE": "1"}
     data = write_tasks(tmp_path, 2)
@@ -70,8 +73,12 @@ def test_a_second_run_uses_the_warm_recorder_which_exits_when_idle(
     assert _alive(started)
 
     # Other recording settings never go to that recorder: this run starts its own.
-    run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(outs[2]), "--slice", "0:1"], llm,
-            {**env, "MIMOAGENT_DAGSTER_NICE": "5"}, ingest=False)
+    run_cli(
+        ["-c", str(cfg), "--dataset", str(data), "-o", str(outs[2]), "--slice", "0:1"],
+        llm,
+        {**env, "MIMOAGENT_DAGSTER_NICE": "5"},
+        ingest=False,
+    )
     assert registry.ready(Path(dagster_env["DAGSTER_HOME"])) == []  # each recorder recorded its run and its entry
     other, _ = _recorder_of(outs[2])
     assert other is not None and other != started
@@ -80,7 +87,9 @@ def test_a_second_run_uses_the_warm_recorder_which_exits_when_idle(
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     assert [r.status.value for r in instance.get_runs()] == ["SUCCESS"] * 3
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
-        pk(data, "greet-0", "good"), pk(data, "greet-1", "good")}
+        pk(data, "greet-0", "good"),
+        pk(data, "greet-1", "good"),
+    }
 
     deadline = time.monotonic() + IDLE_S + 10
     while time.monotonic() < deadline and (_alive(started) or _alive(other)):
@@ -97,12 +106,19 @@ def _recorder_address(pid: int) -> str:
 
 
 def test_the_recorder_serves_only_a_caller_holding_the_homes_token(
-    tmp_path: Path, dagster_env, llm, started_recorders: list[int],
+    tmp_path: Path,
+    dagster_env,
+    llm,
+    started_recorders: list[int],
 ) -> None:
     env = {**dagster_env, IDLE_ENV: "60", "MIMOAGENT_DAGSTER_LIVE": "1"}
     data, cfg = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good")
-    run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "first"), "--slice", "0:1"], llm, env,
-            ingest=False)
+    run_cli(
+        ["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "first"), "--slice", "0:1"],
+        llm,
+        env,
+        ingest=False,
+    )
     started, _ = _recorder_of(tmp_path / "first")
     assert started is not None
     started_recorders.append(started)
@@ -119,8 +135,12 @@ def test_the_recorder_serves_only_a_caller_holding_the_homes_token(
             assert reader.readline().strip() == "error unauthorized", first_line
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     assert len(instance.get_runs()) == 1  # only the CLI run
-    run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "second"), "--slice", "1:2"], llm, env,
-            ingest=False)  # the token's holder is still served, by the same warm recorder
+    run_cli(
+        ["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "second"), "--slice", "1:2"],
+        llm,
+        env,
+        ingest=False,
+    )  # the token's holder is still served, by the same warm recorder
     assert _recorder_of(tmp_path / "second")[0] is None and len(instance.get_runs()) == 2
     log = (home / "mimoagent-recorder.log").read_text()
     assert log.count("a connection without the home's token: refused") == 3
@@ -138,17 +158,30 @@ def test_relative_paths_of_the_cli_are_recorded_where_they_point(tmp_path: Path,
     work.mkdir()
     data = write_tasks(work, 2)
     cfg = write_named_config(work, "good")
-    env = {**os.environ, **dagster_env, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMO_TEST_API_KEY": SECRET,
-           "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        **dagster_env,
+        "MIMO_TEST_BASE_URL": llm.openai_base_url,
+        "MIMO_TEST_API_KEY": SECRET,
+        "PYTHONPATH": str(REPO),
+    }
     env.pop("MIMOAGENT_OBSERVERS", None)
-    proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "-c", cfg.name, "--dataset", data.name, "-o", "out"],
-                          cwd=work, env=env, text=True, capture_output=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mimo_core.cli", "-c", cfg.name, "--dataset", data.name, "-o", "out"],
+        cwd=work,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=180,
+    )
     assert proc.returncode == 0 and "not recorded" not in proc.stderr, proc.stderr
     assert REGISTERED_LINE in (work / "out" / LOG_FILE).read_text()
     assert ingest_finished_runs()  # by a process with another working directory
     instance = DagsterInstance.from_config(dagster_env["DAGSTER_HOME"])
     assert instance.get_materialized_partitions(AssetKey("graded_results")) == {
-        pk(data, "greet-0", "good"), pk(data, "greet-1", "good")}
+        pk(data, "greet-0", "good"),
+        pk(data, "greet-1", "good"),
+    }
     rows = instance.get_latest_materialization_event(AssetKey("dataset_rows"))
     assert rows is not None, "the dataset named by a relative path was not recorded"
     event = instance.get_latest_materialization_event(AssetKey("graded_results"))

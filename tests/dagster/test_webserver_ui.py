@@ -43,9 +43,14 @@ def webserver(dagster_env) -> Iterator[str]:
     port = _free_port()
     exe = Path(sys.executable).with_name("dagster-webserver")
     with open(Path(dagster_env["DAGSTER_HOME"]).parent / "webserver.log", "w") as log:
-        proc = subprocess.Popen([str(exe), "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"], cwd=REPO,
-                                env={**os.environ, **dagster_env}, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [str(exe), "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"],
+            cwd=REPO,
+            env={**os.environ, **dagster_env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_ready(proc, url, log.name)
@@ -69,12 +74,19 @@ def _wait_ready(proc: subprocess.Popen, url: str, log: str) -> None:
 
 def _evaluate(instance: DagsterInstance, data: Path, config: Path, **extra) -> bool:
     run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": [str(config)], "workers": 1, **extra}}}}
-    return defs.resolve_job_def("evaluate").execute_in_process(instance=instance, run_config=run,
-                                                               raise_on_error=False).success
+    return (
+        defs.resolve_job_def("evaluate")
+        .execute_in_process(instance=instance, run_config=run, raise_on_error=False)
+        .success
+    )
 
 
 def test_ui_partitions_are_planned_failed_or_done_per_dataset_and_the_trend_plot_shows(
-    tmp_path: Path, dagster_env, llm, monkeypatch: pytest.MonkeyPatch, webserver: str,
+    tmp_path: Path,
+    dagster_env,
+    llm,
+    monkeypatch: pytest.MonkeyPatch,
+    webserver: str,
 ) -> None:
     """One webserver, what a team reads in it: 2 of a 4-row dataset planned under `good` (one hit an
     infrastructure error), then a second dataset, whose only instance has the same id, under `other`;

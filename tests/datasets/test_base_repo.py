@@ -31,8 +31,14 @@ def _task(tmp_path: Path, **row: object) -> RepoTask:
     (repo / "greeting.txt").write_text("hello\n")
     (repo / "pkg" / "run.sh").write_text("echo run\n")
     (repo / "pkg" / "run.sh").chmod(0o755)
-    base = {"instance_id": f"t-{len(row)}", "dataset_type": "generic", "repo_dir": "repo",
-            "eval_script": "true", "problem_statement": "p", **row}
+    base = {
+        "instance_id": f"t-{len(row)}",
+        "dataset_type": "generic",
+        "repo_dir": "repo",
+        "eval_script": "true",
+        "problem_statement": "p",
+        **row,
+    }
     data = tmp_path / "data" / "tasks.jsonl"
     data.write_text(json.dumps(base) + "\n")
     [task] = load_tasks(str(data))

@@ -13,10 +13,19 @@ from mimo_core.environments.base import Environment, SandboxSpec
 from mimo_core.grading.grade import Grade
 
 Factory = Callable[[SandboxSpec], Environment]
-DEMO_IDS = ["py-median-even", "py-slugify-edges", "sh-wordfreq-case", "sh-rotate-keep-newest", "py-ini-comments",
-            "oss-roman-subtractive", "generic-fizzbuzz", "arvo-kvdump-null-deref"]
-WRONG_PATCH = ("diff --git a/WRONG.txt b/WRONG.txt\nnew file mode 100644\n--- /dev/null\n+++ b/WRONG.txt\n"
-               "@@ -0,0 +1 @@\n+no\n")
+DEMO_IDS = [
+    "py-median-even",
+    "py-slugify-edges",
+    "sh-wordfreq-case",
+    "sh-rotate-keep-newest",
+    "py-ini-comments",
+    "oss-roman-subtractive",
+    "generic-fizzbuzz",
+    "arvo-kvdump-null-deref",
+]
+WRONG_PATCH = (
+    "diff --git a/WRONG.txt b/WRONG.txt\nnew file mode 100644\n--- /dev/null\n+++ b/WRONG.txt\n@@ -0,0 +1 @@\n+no\n"
+)
 BAD_PATCH = "diff --git a/nowhere.py b/nowhere.py\n--- a/nowhere.py\n+++ b/nowhere.py\n@@ -1 +1 @@\n-x\n+y\n"
 
 
@@ -149,11 +158,14 @@ def test_shared_verifier_grades_the_working_tree_in_place(demo_tasks: dict[str, 
     assert dtype.grade(env, task, dtype.collect_submission(env, task), new_env).passed
 
 
-@pytest.mark.parametrize("script,expected", [
-    ("#!/bin/bash\necho verifier forgot the reward\n", "no reward file"),
-    ("#!/bin/bash\nmkdir -p /logs/verifier && echo -1 > /logs/verifier/reward.txt\n", "crashed"),
-    ("#!/bin/bash\nmkdir -p /logs/verifier && echo '{\"score\": 1}' > /logs/verifier/reward.json\n", "not valid"),
-])
+@pytest.mark.parametrize(
+    "script,expected",
+    [
+        ("#!/bin/bash\necho verifier forgot the reward\n", "no reward file"),
+        ("#!/bin/bash\nmkdir -p /logs/verifier && echo -1 > /logs/verifier/reward.txt\n", "crashed"),
+        ("#!/bin/bash\nmkdir -p /logs/verifier && echo '{\"score\": 1}' > /logs/verifier/reward.json\n", "not valid"),
+    ],
+)
 def test_broken_verifier_is_an_infra_error(
     script: str, expected: str, demo_tasks: dict[str, Task], new_env: Factory
 ) -> None:

@@ -175,8 +175,11 @@ def test_borrowed_objects_are_copied_in_and_the_link_cut(env: Environment) -> No
     src, work = f"{env.spec.cwd}/src", f"{env.spec.cwd}/work"
     sh(env, "mkdir -p src")
     base, future = poisoned(env, cwd=src)
-    sh(env, f"git -c safe.directory='*' clone -q --shared --no-checkout src work && cd work && "
-            f"git checkout -q -B main {base}")
+    sh(
+        env,
+        f"git -c safe.directory='*' clone -q --shared --no-checkout src work && cd work && "
+        f"git checkout -q -B main {base}",
+    )
     assert sh(env, "cat .git/objects/info/alternates", cwd=work).strip()
     report = cut_history(env, work, base)
     assert report.checked and report.error is None, report
@@ -188,8 +191,11 @@ def test_borrowed_objects_are_copied_in_and_the_link_cut(env: Environment) -> No
 
 def test_loose_garbage_is_pruned_without_a_repack(env: Environment) -> None:
     git = "git -c user.name=m -c user.email=m@l"
-    sh(env, f"git init -q && echo a > a && git add a && {git} commit -qm base && "
-            f"echo FUTURE_LOOSE > a && {git} commit -qam later && git reset -q --hard HEAD~1")
+    sh(
+        env,
+        f"git init -q && echo a > a && git add a && {git} commit -qm base && "
+        f"echo FUTURE_LOOSE > a && {git} commit -qam later && git reset -q --hard HEAD~1",
+    )
     base = sh(env, "git rev-parse HEAD").strip()
     later = sh(env, "git rev-parse HEAD@{1}").strip()
     report = cut_history(env, env.spec.cwd, base)
@@ -199,12 +205,16 @@ def test_loose_garbage_is_pruned_without_a_repack(env: Environment) -> None:
     assert sh(env, "ls .git/objects/pack") == ""  # no repack was needed
 
 
-def test_a_fresh_repository_costs_little_and_loses_nothing(env: Environment,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_fresh_repository_costs_little_and_loses_nothing(
+    env: Environment, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The case of most rows: a repository of a few thousand files we just made, nothing to remove."""
-    sh(env, "for d in $(seq 1 60); do mkdir -p pkg$d; for f in $(seq 1 50); do echo \"$d $f\" > pkg$d/m$f.py; done; "
-            "done; git init -q && git add -A && git -c user.name=m -c user.email=m@l commit -qm base && "
-            f"git update-ref {BASE_REF} HEAD")
+    sh(
+        env,
+        'for d in $(seq 1 60); do mkdir -p pkg$d; for f in $(seq 1 50); do echo "$d $f" > pkg$d/m$f.py; done; '
+        "done; git init -q && git add -A && git -c user.name=m -c user.email=m@l commit -qm base && "
+        f"git update-ref {BASE_REF} HEAD",
+    )
     base = sh(env, "git rev-parse HEAD").strip()
     files = sh(env, "git ls-files | wc -l").strip()
     assert int(files) == 3000
@@ -233,9 +243,13 @@ def test_errors_are_reported_not_raised(env: Environment) -> None:
     assert moved.error and "not at the base" in moved.error and not moved.checked
     assert sh(env, "git for-each-ref") == refs
     # a broken repository: an object of the base's past is missing
-    sh(env, f"git repack -a -d -q && git unpack-objects -q < $(ls .git/objects/pack/*.pack) 2>/dev/null; "
-            f"rm -f .git/objects/pack/* && tree=$(git rev-parse {base}~1^{{tree}}) && "
-            "rm -f .git/objects/${tree:0:2}/${tree:2}", check=False)
+    sh(
+        env,
+        f"git repack -a -d -q && git unpack-objects -q < $(ls .git/objects/pack/*.pack) 2>/dev/null; "
+        f"rm -f .git/objects/pack/* && tree=$(git rev-parse {base}~1^{{tree}}) && "
+        "rm -f .git/objects/${tree:0:2}/${tree:2}",
+        check=False,
+    )
     broken = cut_history(env, env.spec.cwd, base)
     assert broken.error and not broken.checked, broken
 
@@ -274,14 +288,18 @@ def test_on_docker(docker_env: Environment, capsys: pytest.CaptureFixture[str]) 
     assert report.checked and report.error is None, report
     assert finds_the_future(env, future) == []
     assert state(env) == before
-    sh(env, "for d in $(seq 1 60); do mkdir -p pkg$d; for f in $(seq 1 50); do echo \"$d $f\" > pkg$d/m$f.py; done; "
-            "done; git add pkg* && git -c user.name=m -c user.email=m@l commit -qm more")
+    sh(
+        env,
+        'for d in $(seq 1 60); do mkdir -p pkg$d; for f in $(seq 1 50); do echo "$d $f" > pkg$d/m$f.py; done; '
+        "done; git add pkg* && git -c user.name=m -c user.email=m@l commit -qm more",
+    )
     head = sh(env, "git rev-parse HEAD").strip()
     start = time.monotonic()
     again = cut_history(env, env.spec.cwd, head)
     fresh = time.monotonic() - start
     assert again.checked and not again.pruned and again.branches == 0, again
     with capsys.disabled():
-        print(f"\ncut_history on docker: poisoned (repack + prune) {wall * 1000:.0f} ms; "
-              f"3000 more files, nothing but reflogs to remove {fresh * 1000:.0f} ms")
-
+        print(
+            f"\ncut_history on docker: poisoned (repack + prune) {wall * 1000:.0f} ms; "
+            f"3000 more files, nothing but reflogs to remove {fresh * 1000:.0f} ms"
+        )

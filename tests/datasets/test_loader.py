@@ -16,8 +16,16 @@ from mimo_core.errors import ConfigError, DatasetError
 
 ROWS = [
     {"instance_id": "gen-1", "problem_statement": "do it", "eval_script": "echo 1 > /logs/verifier/reward.txt"},
-    {"instance_id": "django__django-1", "repo": "django/django", "base_commit": "abc", "problem_statement": "p",
-     "patch": "", "test_patch": "", "FAIL_TO_PASS": '["t1"]', "PASS_TO_PASS": "[]"},
+    {
+        "instance_id": "django__django-1",
+        "repo": "django/django",
+        "base_commit": "abc",
+        "problem_statement": "p",
+        "patch": "",
+        "test_patch": "",
+        "FAIL_TO_PASS": '["t1"]',
+        "PASS_TO_PASS": "[]",
+    },
     {"id": "deep-1", "dataset_type": "deepswe", "instruction": "i", "verifier_mode": "separate"},
 ]
 
@@ -47,10 +55,16 @@ def test_parquet_file_loads(tmp_path: Path) -> None:
 def test_local_hugging_face_dataset_folder_loads_with_split(tmp_path: Path) -> None:
     import datasets
 
-    rows = {"instance_id": ["a", "b"], "problem_statement": ["x", "y"], "FAIL_TO_PASS": ['["t"]', '["u"]'],
-            "PASS_TO_PASS": ["[]", "[]"], "repo": ["o/r", "o/r"]}
-    datasets.DatasetDict({"test": datasets.Dataset.from_dict(rows),
-                          "dev": datasets.Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "hf"))
+    rows = {
+        "instance_id": ["a", "b"],
+        "problem_statement": ["x", "y"],
+        "FAIL_TO_PASS": ['["t"]', '["u"]'],
+        "PASS_TO_PASS": ["[]", "[]"],
+        "repo": ["o/r", "o/r"],
+    }
+    datasets.DatasetDict(
+        {"test": datasets.Dataset.from_dict(rows), "dev": datasets.Dataset.from_dict(rows)}
+    ).save_to_disk(str(tmp_path / "hf"))
     tasks = load_tasks(str(tmp_path / "hf"), split="test")
     assert [t.instance_id for t in tasks] == ["a", "b"] and tasks[0].dataset_type == "opensource-code"
     with pytest.raises(DatasetError, match="several splits"):
@@ -67,13 +81,16 @@ def test_folder_of_data_files_loads_through_load_dataset(tmp_path: Path) -> None
 
 
 def test_bad_rows_are_all_reported_with_file_row_and_field(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "bad.jsonl", [
-        {"instance_id": "ok", "problem_statement": "fine"},
-        {"problem_statement": "no id"},
-        {"instance_id": 7, "problem_statement": "id is not a string"},
-        "{not json",
-        {"instance_id": "x", "problem_statement": "p", "dataset_type": "nope"},
-    ])
+    path = write_jsonl(
+        tmp_path / "bad.jsonl",
+        [
+            {"instance_id": "ok", "problem_statement": "fine"},
+            {"problem_statement": "no id"},
+            {"instance_id": 7, "problem_statement": "id is not a string"},
+            "{not json",
+            {"instance_id": "x", "problem_statement": "p", "dataset_type": "nope"},
+        ],
+    )
     with pytest.raises(DatasetError) as err:
         load_tasks(str(path))
     msg = str(err.value)
@@ -145,10 +162,13 @@ def test_deepswe_samples_load_as_deepswe_with_a_separate_verifier(harbor_samples
     assert all(t.verifier_mode == "separate" for t in tasks)
 
 
-@pytest.mark.parametrize(("row", "old"), [
-    ({"instance_id": "s", "problem_statement": "p", "repo": "o/r", "FAIL_TO_PASS": "[]"}, "patch"),
-    ({"localId": 42, "crash_type": "null deref"}, "fix"),
-])
+@pytest.mark.parametrize(
+    ("row", "old"),
+    [
+        ({"instance_id": "s", "problem_statement": "p", "repo": "o/r", "FAIL_TO_PASS": "[]"}, "patch"),
+        ({"localId": 42, "crash_type": "null deref"}, "fix"),
+    ],
+)
 def test_gold_patch_is_one_field_and_old_names_are_still_read(tmp_path: Path, row: dict, old: str) -> None:
     tasks = load_tasks(str(write_jsonl(tmp_path / "d.jsonl", [{**row, old: "the diff"}])))
     assert tasks[0].gold_patch == "the diff"

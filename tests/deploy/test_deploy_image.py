@@ -34,9 +34,15 @@ def test_code_location_image_builds_and_its_definitions_validate(engine: Dockerd
     try:
         # No network: everything the code location needs is in the image. No secret either.
         validate = ["dagster", "definitions", "validate", "-m", "mimo_assets.definitions_k8s"]  # as the Helm values
-        out = client.containers.run(image.tag, validate,
-                                    network_mode="none", remove=True, stdout=True, stderr=True,
-                                    environment={"DAGSTER_HOME": "/tmp"})
+        out = client.containers.run(
+            image.tag,
+            validate,
+            network_mode="none",
+            remove=True,
+            stdout=True,
+            stderr=True,
+            environment={"DAGSTER_HOME": "/tmp"},
+        )
         text = out.decode(errors="replace")
         assert "Validation successful" in text, text[-2000:]
         config = client.images.get(image.tag).attrs["Config"]

@@ -33,28 +33,45 @@ def _run_context(tags: dict[str, str] | None = None) -> K8sContainerContext:
     ctx = K8sContainerContext(
         env_secrets=[s["name"] for s in launcher["envSecrets"]],
         run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(_snake(launcher["runK8sConfig"])),
-        namespace="mimoagent")
-    ctx = ctx.merge(K8sContainerContext(env_secrets=[s["name"] for s in deployment["envSecrets"]],
-                                        env=deployment["env"], volumes=deployment["volumes"],
-                                        volume_mounts=deployment["volumeMounts"], namespace="mimoagent",
-                                        # the code server's account, carried into runs
-                                        service_account_name=VALUES["dagster-user-deployments"]
-                                        ["serviceAccount"]["name"],
-                                        resources=deployment.get("resources")))
+        namespace="mimoagent",
+    )
+    ctx = ctx.merge(
+        K8sContainerContext(
+            env_secrets=[s["name"] for s in deployment["envSecrets"]],
+            env=deployment["env"],
+            volumes=deployment["volumes"],
+            volume_mounts=deployment["volumeMounts"],
+            namespace="mimoagent",
+            # the code server's account, carried into runs
+            service_account_name=VALUES["dagster-user-deployments"]["serviceAccount"]["name"],
+            resources=deployment.get("resources"),
+        )
+    )
     if tags and "dagster-k8s/config" in tags:
-        ctx = ctx.merge(K8sContainerContext(run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(
-            json.loads(tags["dagster-k8s/config"]))))
+        ctx = ctx.merge(
+            K8sContainerContext(
+                run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(json.loads(tags["dagster-k8s/config"]))
+            )
+        )
     return ctx
 
 
 def _run_job(ctx: K8sContainerContext) -> Any:
-    job_config = DagsterK8sJobConfig(job_image=IMAGE, dagster_home="/opt/dagster/dagster_home",
-                                     instance_config_map="dagster-instance",
-                                     postgres_password_secret=VALUES["global"]["postgresqlSecretName"])
-    return construct_dagster_k8s_job(job_config, ["dagster", "api", "execute_run", "{}"], "dagster-run-1234",
-                                     user_defined_k8s_config=ctx.run_k8s_config, pod_name="dagster-run-1234",
-                                     component="run_worker",
-                                     labels={"dagster/job": "evaluate", "dagster/run-id": "1234"})
+    job_config = DagsterK8sJobConfig(
+        job_image=IMAGE,
+        dagster_home="/opt/dagster/dagster_home",
+        instance_config_map="dagster-instance",
+        postgres_password_secret=VALUES["global"]["postgresqlSecretName"],
+    )
+    return construct_dagster_k8s_job(
+        job_config,
+        ["dagster", "api", "execute_run", "{}"],
+        "dagster-run-1234",
+        user_defined_k8s_config=ctx.run_k8s_config,
+        pod_name="dagster-run-1234",
+        component="run_worker",
+        labels={"dagster/job": "evaluate", "dagster/run-id": "1234"},
+    )
 
 
 def test_run_pod_from_the_helm_values_has_image_command_secrets_resources_and_labels() -> None:
@@ -71,8 +88,14 @@ def test_run_pod_from_the_helm_values_has_image_command_secrets_resources_and_la
     rbac = {d["kind"]: d for d in yaml.safe_load_all((DEPLOY / "k8s" / "rbac.yaml").read_text())}
     assert pod.spec.service_account_name == rbac["RoleBinding"]["subjects"][0]["name"] == "mimoagent-runner"
     verbs = {(r["resources"][0], v) for r in rbac["Role"]["rules"] for v in r["verbs"]}
-    assert {("pods", "create"), ("pods", "watch"), ("pods", "delete"), ("pods/exec", "create"),
-            ("networkpolicies", "create"), ("networkpolicies", "delete")} <= verbs  # what the backend calls
+    assert {
+        ("pods", "create"),
+        ("pods", "watch"),
+        ("pods", "delete"),
+        ("pods/exec", "create"),
+        ("networkpolicies", "create"),
+        ("networkpolicies", "delete"),
+    } <= verbs  # what the backend calls
     assert [m.mount_path for m in c.volume_mounts if m.name == "outputs"] == ["/data/mimoagent"]
     assert pod.metadata.labels["app.kubernetes.io/part-of"] == "mimoagent"
     labels = pod.metadata.labels

@@ -49,11 +49,18 @@ def api_server(tmp_path: Path) -> Iterator[tuple[Path, list[tuple[str, dict[str,
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "t",
-        "clusters": [{"name": "t", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
-        "users": [{"name": "t", "user": {"token": "t"}}],
-        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t", "namespace": "mimoagent"}}]}))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "t",
+                "clusters": [{"name": "t", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
+                "users": [{"name": "t", "user": {"token": "t"}}],
+                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t", "namespace": "mimoagent"}}],
+            }
+        )
+    )
     try:
         yield kubeconfig, handler.posted
     finally:
@@ -64,16 +71,21 @@ def api_server(tmp_path: Path) -> Iterator[tuple[Path, list[tuple[str, dict[str,
 def _instance(home: Path, kubeconfig: Path) -> DagsterInstance:
     """dagster.yaml with the run launcher the chart renders from the Helm values."""
     launcher = VALUES["runLauncher"]["config"]["k8sRunLauncher"]
-    config = {"job_namespace": "mimoagent", "dagster_home": "/opt/dagster/dagster_home",
-              "instance_config_map": "dagster-instance",
-              "postgres_password_secret": VALUES["global"]["postgresqlSecretName"],
-              "env_secrets": [s["name"] for s in launcher["envSecrets"]],
-              "run_k8s_config": _snake(launcher["runK8sConfig"]),
-              "service_account_name": "dagster",  # the chart's own; the code location's wins (asserted)
-              "load_incluster_config": False, "kubeconfig_file": str(kubeconfig)}
+    config = {
+        "job_namespace": "mimoagent",
+        "dagster_home": "/opt/dagster/dagster_home",
+        "instance_config_map": "dagster-instance",
+        "postgres_password_secret": VALUES["global"]["postgresqlSecretName"],
+        "env_secrets": [s["name"] for s in launcher["envSecrets"]],
+        "run_k8s_config": _snake(launcher["runK8sConfig"]),
+        "service_account_name": "dagster",  # the chart's own; the code location's wins (asserted)
+        "load_incluster_config": False,
+        "kubeconfig_file": str(kubeconfig),
+    }
     home.mkdir()
-    (home / "dagster.yaml").write_text(yaml.safe_dump(
-        {"run_launcher": {"module": "dagster_k8s", "class": "K8sRunLauncher", "config": config}}))
+    (home / "dagster.yaml").write_text(
+        yaml.safe_dump({"run_launcher": {"module": "dagster_k8s", "class": "K8sRunLauncher", "config": config}})
+    )
     return DagsterInstance.from_config(str(home))
 
 
@@ -84,11 +96,21 @@ def _origin() -> Any:
 
     [deployment] = VALUES["dagster-user-deployments"]["deployments"]
     module = deployment["dagsterApiGrpcArgs"][-1]
-    k8s = {"env_secrets": [s["name"] for s in deployment["envSecrets"]], "env": deployment["env"],
-           "volumes": deployment["volumes"], "volume_mounts": deployment["volumeMounts"], "namespace": "mimoagent",
-           "service_account_name": VALUES["dagster-user-deployments"]["serviceAccount"]["name"]}
-    repo = RepositoryPythonOrigin(executable_path="/app/.venv/bin/python", code_pointer=ModuleCodePointer(
-        module, "defs", "/app"), container_image=IMAGE, container_context={"k8s": k8s}, entry_point=["dagster"])
+    k8s = {
+        "env_secrets": [s["name"] for s in deployment["envSecrets"]],
+        "env": deployment["env"],
+        "volumes": deployment["volumes"],
+        "volume_mounts": deployment["volumeMounts"],
+        "namespace": "mimoagent",
+        "service_account_name": VALUES["dagster-user-deployments"]["serviceAccount"]["name"],
+    }
+    repo = RepositoryPythonOrigin(
+        executable_path="/app/.venv/bin/python",
+        code_pointer=ModuleCodePointer(module, "defs", "/app"),
+        container_image=IMAGE,
+        container_context={"k8s": k8s},
+        entry_point=["dagster"],
+    )
     return JobPythonOrigin("evaluate_fanout", repo)
 
 
@@ -113,15 +135,26 @@ def _launch_step(instance: DagsterInstance, step_key: str, mapping: list[str]) -
     run = instance.create_run_for_job(job, execution_plan=plan, run_config=RUN_CONFIG, job_code_origin=_origin())
     processed = process_config(k8s_job_executor.config_schema.config_type, RUN_CONFIG["execution"]["config"])
     assert processed.success, processed.errors
-    executor = k8s_job_executor.executor_creation_fn(InitExecutorContext(
-        job=InMemoryJob(job), executor_def=k8s_job_executor, executor_config=processed.value, instance=instance))
+    executor = k8s_job_executor.executor_creation_fn(
+        InitExecutorContext(
+            job=InMemoryJob(job), executor_def=k8s_job_executor, executor_config=processed.value, instance=instance
+        )
+    )
     plan_context = PlanOrchestrationContext(
-        plan_data=PlanData(job=InMemoryJob(job), dagster_run=run, instance=instance, execution_plan=plan,
-                           raise_on_error=True, retry_mode=RetryMode.DISABLED),
-        log_manager=create_context_free_log_manager(instance, run), executor=executor, output_capture=None)
+        plan_data=PlanData(
+            job=InMemoryJob(job),
+            dagster_run=run,
+            instance=instance,
+            execution_plan=plan,
+            raise_on_error=True,
+            retry_mode=RetryMode.DISABLED,
+        ),
+        log_manager=create_context_free_log_manager(instance, run),
+        executor=executor,
+        output_capture=None,
+    )
     args = ExecuteStepArgs(run.job_code_origin, run.run_id, [step_key], known_state=known)
-    context = StepHandlerContext(instance=instance, plan_context=plan_context, steps=plan.steps,
-                                 execute_step_args=args)
+    context = StepHandlerContext(instance=instance, plan_context=plan_context, steps=plan.steps, execute_step_args=args)
     list(executor._step_handler.launch_step(context))  # dagster-k8s's own step launch
 
 
@@ -147,8 +180,9 @@ def test_a_chunk_step_job_has_image_command_secrets_resources_and_labels(tmp_pat
     assert [e["secretRef"]["name"] for e in c["envFrom"] if e.get("secretRef")] == ["mimoagent-model-keys"]
     assert env["DAGSTER_PG_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "dagster-postgresql-secret"
     assert env["MIMOAGENT_ENVIRONMENT_CLASS"]["value"] == "kubernetes"
-    assert not any("KEY" in name and "value" in e for name, e in env.items()
-                   if name != "DAGSTER_RUN_STEP_KEY")  # keys only by secret reference
+    assert not any(
+        "KEY" in name and "value" in e for name, e in env.items() if name != "DAGSTER_RUN_STEP_KEY"
+    )  # keys only by secret reference
     assert c["resources"] == {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}
     assert [m["mountPath"] for m in c["volumeMounts"] if m["name"] == "outputs"] == ["/data/mimoagent"]
     assert pod["spec"]["serviceAccountName"] == "mimoagent-runner"
@@ -162,4 +196,3 @@ def test_a_chunk_step_job_has_image_command_secrets_resources_and_labels(tmp_pat
     [p] = plan_job["spec"]["template"]["spec"]["containers"]  # per_step_k8s_config of the planning op
     assert p["resources"]["requests"] == {"cpu": "100m", "memory": "256Mi"}
     assert plan_job["spec"]["template"]["metadata"]["labels"]["mimoagent/step"] == "plan"
-

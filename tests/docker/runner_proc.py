@@ -19,8 +19,9 @@ def main() -> None:
     run_id, mode = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     for i in range(n):
-        spec = SandboxSpec(image="mimo-base:bookworm", labels={"mimoagent.run_id": run_id,
-                                                               "mimoagent.instance": f"i{i}"})
+        spec = SandboxSpec(
+            image="mimo-base:bookworm", labels={"mimoagent.run_id": run_id, "mimoagent.instance": f"i{i}"}
+        )
         DockerEnvironment(spec, EnvironmentConfig(environment_class="docker")).start()
     print("READY", flush=True)
     if mode == "raise":

@@ -17,10 +17,7 @@ def _context(tmp_path: Path, token: str) -> Path:
     ctx.mkdir(parents=True)
     (ctx / "marker.txt").write_text(token)
     (ctx / "Dockerfile").write_text(
-        "FROM mimo-base:bookworm\n"
-        "COPY marker.txt /opt/marker.txt\n"
-        "RUN date +%s%N > /opt/built-at\n"
-        "WORKDIR /testbed\n"
+        "FROM mimo-base:bookworm\nCOPY marker.txt /opt/marker.txt\nRUN date +%s%N > /opt/built-at\nWORKDIR /testbed\n"
     )
     return ctx
 
@@ -55,7 +52,6 @@ def test_broken_dockerfile_is_a_sandbox_error_with_the_build_log(make_docker_env
         env.start()
 
 
-
 def test_a_build_past_the_tasks_build_timeout_is_a_sandbox_error(make_docker_env, tmp_path) -> None:
     """The task's own build timeout (Harbor `[environment].build_timeout_sec`, `SandboxSpec.build_timeout`)
     bounds the build, not the environment's 120 s startup_timeout."""
@@ -83,8 +79,10 @@ def test_image_prefix_reaches_the_from_lines_of_a_build(docker_client, tmp_path)
     ctx.mkdir()
     (ctx / "data.txt").write_text("from the context\n")
     (ctx / "Dockerfile").write_text("FROM only-on-the-mirror:1 AS stage\nCOPY data.txt /opt/data.txt\nFROM stage\n")
-    env = DockerEnvironment(SandboxSpec(image=None, dockerfile_dir=str(ctx), labels={"mimoagent.run_id": "pytest"}),
-                            EnvironmentConfig(environment_class="docker", image_prefix=mirror))
+    env = DockerEnvironment(
+        SandboxSpec(image=None, dockerfile_dir=str(ctx), labels={"mimoagent.run_id": "pytest"}),
+        EnvironmentConfig(environment_class="docker", image_prefix=mirror),
+    )
     try:
         env.start()
         assert env.image == build_tag(ctx, mirror) != build_tag(ctx)
@@ -98,11 +96,14 @@ def test_image_prefix_reaches_the_from_lines_of_a_build(docker_client, tmp_path)
 def test_prefix_from_lines_leaves_stages_scratch_and_build_args_alone() -> None:
     from mimo_core.environments.docker.images import prefix_from_lines
 
-    dockerfile = ("FROM python:3.11 AS build\nFROM --platform=linux/amd64 debian:12\nFROM build\n"
-                  "FROM scratch\nFROM $BASE\nFROM m.io/already\nRUN echo FROM x\n")
+    dockerfile = (
+        "FROM python:3.11 AS build\nFROM --platform=linux/amd64 debian:12\nFROM build\n"
+        "FROM scratch\nFROM $BASE\nFROM m.io/already\nRUN echo FROM x\n"
+    )
     assert prefix_from_lines(dockerfile, "m.io/") == (
         "FROM m.io/python:3.11 AS build\nFROM --platform=linux/amd64 m.io/debian:12\nFROM build\n"
-        "FROM scratch\nFROM $BASE\nFROM m.io/already\nRUN echo FROM x\n")
+        "FROM scratch\nFROM $BASE\nFROM m.io/already\nRUN echo FROM x\n"
+    )
     assert prefix_from_lines(dockerfile, "") == dockerfile
 
 

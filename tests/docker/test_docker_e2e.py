@@ -39,21 +39,26 @@ def _mimo_containers(client, config_name: str) -> list:
 
 
 def test_rollout_runs_in_a_container_and_reaches_the_scripted_server(
-        dockerd, docker_client, scripted_llm, tmp_path: Path) -> None:
+    dockerd, docker_client, scripted_llm, tmp_path: Path
+) -> None:
     port = scripted_llm.url.rsplit(":", 1)[1].split("/")[0]
-    probe = (f"test -f /.dockerenv && echo in-container; "
-             f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo server-reachable")
-    scripted_llm.set_responder(turns(
-        Reply(tool_calls=[("bash", {"command": probe})]),
-        call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
-        call("submit"),
-    ))
+    probe = f"test -f /.dockerenv && echo in-container; exec 3<>/dev/tcp/127.0.0.1/{port} && echo server-reachable"
+    scripted_llm.set_responder(
+        turns(
+            Reply(tool_calls=[("bash", {"command": probe})]),
+            call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
+            call("submit"),
+        )
+    )
     data = _docker_dataset(tmp_path)
     name = f"dock_{uuid.uuid4().hex[:6]}"
     cfg_path = write_config(tmp_path, name)
     cfg = yaml.safe_load(cfg_path.read_text())
-    cfg["environment"] = {"environment_class": "docker", "timeout": 30,
-                          "backend_kwargs": {"network_mode": "host"}}  # the container sees 127.0.0.1
+    cfg["environment"] = {
+        "environment_class": "docker",
+        "timeout": 30,
+        "backend_kwargs": {"network_mode": "host"},
+    }  # the container sees 127.0.0.1
     cfg_path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "out"
     proc = run_cli(["-c", str(cfg_path), "--dataset", str(data), "-o", str(out)], scripted_llm)
@@ -66,18 +71,33 @@ def test_rollout_runs_in_a_container_and_reaches_the_scripted_server(
     assert _mimo_containers(docker_client, name) == []
 
 
-def test_recalc_gt_of_the_demo_dataset_passes_on_docker(dockerd, docker_client, scripted_llm,
-                                                         tmp_path: Path) -> None:
+def test_recalc_gt_of_the_demo_dataset_passes_on_docker(dockerd, docker_client, scripted_llm, tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    proc = run_cli(["-c", "configs/demo_docker.yaml", "--dataset", str(DEMO), "--recalc-input", "gt",
-                    "--workers", "4", "-o", str(out)], scripted_llm, timeout=300)
+    proc = run_cli(
+        [
+            "-c",
+            "configs/demo_docker.yaml",
+            "--dataset",
+            str(DEMO),
+            "--recalc-input",
+            "gt",
+            "--workers",
+            "4",
+            "-o",
+            str(out),
+        ],
+        scripted_llm,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     records = ResultsStore(out).load()
     assert len(records) == len(DEMO.read_text().splitlines())
     failed = {k[0]: (r.exit_status, r.reward) for k, r in records.items() if not r.passed}
     assert failed == {}
-    modes = {json.loads((out / r.output_dir / "reward_extra_info.json").read_text()).get("verifier_mode")
-             for r in records.values()}
+    modes = {
+        json.loads((out / r.output_dir / "reward_extra_info.json").read_text()).get("verifier_mode")
+        for r in records.values()
+    }
     assert "separate" in modes
     assert _mimo_containers(docker_client, "demo_docker") == []
 
@@ -121,7 +141,8 @@ def test_separate_verifier_grades_the_patch_in_a_fresh_container(dockerd, docker
 
 
 def test_rerun_after_sigkill_of_the_runner_leaves_no_container_of_the_killed_run(
-        dockerd, docker_client, scripted_llm, tmp_path: Path) -> None:
+    dockerd, docker_client, scripted_llm, tmp_path: Path
+) -> None:
     scripted_llm.set_responder(turns(call("bash", command="sleep 60"), call("submit")))
     data = _docker_dataset(tmp_path)
     cfg_path = write_config(tmp_path, "killed")
@@ -130,10 +151,19 @@ def test_rerun_after_sigkill_of_the_runner_leaves_no_container_of_the_killed_run
     cfg_path.write_text(yaml.safe_dump(cfg))
     run_id = f"killed-{uuid.uuid4().hex[:6]}"
     args = ["-c", str(cfg_path), "--dataset", str(data), "-o", str(tmp_path / "out")]
-    env = {**os.environ, "MIMO_TEST_BASE_URL": scripted_llm.openai_base_url, "MIMO_TEST_API_KEY": "sk-x",
-           "MIMOAGENT_OBSERVERS": "0"}
-    runner = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *args, "--run-id", run_id], cwd=REPO,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": scripted_llm.openai_base_url,
+        "MIMO_TEST_API_KEY": "sk-x",
+        "MIMOAGENT_OBSERVERS": "0",
+    }
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", *args, "--run-id", run_id],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while not docker_client.containers.list(filters={"label": f"mimoagent.run_id={run_id}"}):

@@ -20,10 +20,14 @@ from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_
 GIT = "git -c user.name=agent -c user.email=agent@example.com"
 
 
-@pytest.mark.parametrize(("script", "reward"), [
-    ("cd /app && echo goodbye > greeting.txt", 0.0),  # uncommitted: the hook's base..HEAD diff is empty
-    (f"cd /app && git checkout -q -b fix && echo goodbye > greeting.txt && {GIT} commit -qam fix", 1.0),
-], ids=["uncommitted-scores-0", "committed-on-a-new-branch-scores-1"])
+@pytest.mark.parametrize(
+    ("script", "reward"),
+    [
+        ("cd /app && echo goodbye > greeting.txt", 0.0),  # uncommitted: the hook's base..HEAD diff is empty
+        (f"cd /app && git checkout -q -b fix && echo goodbye > greeting.txt && {GIT} commit -qam fix", 1.0),
+    ],
+    ids=["uncommitted-scores-0", "committed-on-a-new-branch-scores-1"],
+)
 def test_strict_collect_in_a_container_matches_the_official_hook(
     dockerd, docker_client, scripted_llm, tmp_path: Path, monkeypatch, script: str, reward: float
 ) -> None:

@@ -23,9 +23,14 @@ def _containers(client, run_id: str) -> list:
 
 
 def _runner(run_id: str, mode: str, n: int = 1) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.docker.runner_proc", run_id, mode, str(n)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.docker.runner_proc", run_id, mode, str(n)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     line = proc.stdout.readline()
     if mode != "raise":
         assert line.strip() == "READY", proc.stderr.read()

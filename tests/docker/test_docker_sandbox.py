@@ -52,8 +52,9 @@ def test_no_network_means_only_loopback(make_docker_env) -> None:
 
 
 def test_containers_carry_run_labels_and_the_runner_pid(make_docker_env, docker_client) -> None:
-    env = make_docker_env(labels={"mimoagent.run_id": "r-labels", "mimoagent.instance": "inst/1",
-                                  "mimoagent.config": "cfg"})
+    env = make_docker_env(
+        labels={"mimoagent.run_id": "r-labels", "mimoagent.instance": "inst/1", "mimoagent.config": "cfg"}
+    )
     labels = docker_client.containers.get(env.container.id).labels
     assert labels["mimoagent.run_id"] == "r-labels"
     assert labels["mimoagent.instance"] == "inst/1"
@@ -87,8 +88,10 @@ def test_task_containers_are_unprivileged_limited_and_mount_no_host_path(make_do
 
 def test_begin_grading_ends_every_process_of_the_agent_and_keeps_its_files(make_docker_env) -> None:
     env = make_docker_env()
-    env.execute("echo work > /testbed/kept.txt; (setsid sh -c 'while :; do sleep 1; done' &) ; "
-                "nohup sleep 600 >/dev/null 2>&1 &")
+    env.execute(
+        "echo work > /testbed/kept.txt; (setsid sh -c 'while :; do sleep 1; done' &) ; "
+        "nohup sleep 600 >/dev/null 2>&1 &"
+    )
     old_scratch = env.scratch_dir
     assert env.begin_grading() >= 2
     left = env.execute("ps -eo args= | grep -F -e 'sleep 600' -e 'sleep 1;' | grep -v grep")

@@ -10,8 +10,9 @@ from testkit import dockerd as engine
 
 def test_the_engine_is_not_stopped_while_a_user_holds_it(dockerd) -> None:
     # This pytest process holds the engine (the session fixture): another process asking to stop it fails.
-    proc = subprocess.run([sys.executable, "-m", "testkit.dockerd", "--stop"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "testkit.dockerd", "--stop"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert "not stopped" in proc.stdout
     assert engine._ping()

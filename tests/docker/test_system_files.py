@@ -52,9 +52,12 @@ def _count_references(env: Any) -> list[int]:
 
 
 def _repo(env: Any) -> None:
-    _agent(env, "cd /testbed && git init -q && echo 'def add(a, b): return a + b' > lib.py && "
-                "printf 'def pytest_configure(config):\\n    pass\\n' > conftest.py && mkdir -p .venv && "
-                "echo x > .venv/y.pth")
+    _agent(
+        env,
+        "cd /testbed && git init -q && echo 'def add(a, b): return a + b' > lib.py && "
+        "printf 'def pytest_configure(config):\\n    pass\\n' > conftest.py && mkdir -p .venv && "
+        "echo x > .venv/y.pth",
+    )
 
 
 def test_system_edits_are_put_back_and_reported(make_docker_env: Any) -> None:
@@ -75,8 +78,10 @@ def test_system_edits_are_put_back_and_reported(make_docker_env: Any) -> None:
     assert "deleted /etc/debian_version" in report
     assert "changed /usr/share/doc" in report
     assert not any("/testbed" in r or "/tmp" in r for r in report), report
-    out = env.execute(f"ls {site}/zz_forge.pth /usr/local/bin/python3 /root/.local /conftest.py 2>&1; "
-                      "python3 -c 'import os; print(os.environ.get(\"FORGED\"))'").output
+    out = env.execute(
+        f"ls {site}/zz_forge.pth /usr/local/bin/python3 /root/.local /conftest.py 2>&1; "
+        "python3 -c 'import os; print(os.environ.get(\"FORGED\"))'"
+    ).output
     assert out.count("No such file") == 4, out
     assert out.strip().endswith("None"), out
     # A planted bytecode file is removed, unreported (bytecode caches are removed quietly).
@@ -104,8 +109,11 @@ def test_only_the_repository_changed_reports_nothing(make_docker_env: Any) -> No
     caches in the system, files in /tmp) is reported nothing, and its repository is as it left it."""
     env = make_docker_env(cwd="/testbed", network=False)
     _repo(env)
-    _agent(env, "cd /testbed && python3 -c 'import json, email.mime.text, lib' && mkdir -p /tmp/pytest-of-root/x "
-                "&& echo t > /tmp/pytest-of-root/x/f && echo 'print(1)' > /tmp/scratch.py && python3 /tmp/scratch.py")
+    _agent(
+        env,
+        "cd /testbed && python3 -c 'import json, email.mime.text, lib' && mkdir -p /tmp/pytest-of-root/x "
+        "&& echo t > /tmp/pytest-of-root/x/f && echo 'print(1)' > /tmp/scratch.py && python3 /tmp/scratch.py",
+    )
     repo_before = env.execute("cd /testbed && find . -type f | sort | xargs sha256sum").output
     references = _count_references(env)
     report, took = _grade(env, ["/testbed", "/logs"])
@@ -119,15 +127,22 @@ def test_only_the_repository_changed_reports_nothing(make_docker_env: Any) -> No
 def test_setup_changes_before_the_baseline_stay(make_docker_env: Any) -> None:
     """What the task's setup installed before `mark_system_baseline` is the task's, not the agent's."""
     env = make_docker_env(cwd="/testbed", network=False)
-    _agent(env, "site=$(python3 -c 'import site; print(site.getsitepackages()[0])'); mkdir -p $site; "
-                "echo /testbed > $site/task_editable.pth")
+    _agent(
+        env,
+        "site=$(python3 -c 'import site; print(site.getsitepackages()[0])'); mkdir -p $site; "
+        "echo /testbed > $site/task_editable.pth",
+    )
     env.mark_system_baseline()
     time.sleep(0.05)
     _agent(env, "echo evil > /usr/local/bin/tool")
     report, _ = _grade(env, ["/testbed"])
     assert report == ["added /usr/local/bin/tool"]
-    assert env.execute("cat $(python3 -c 'import site; print(site.getsitepackages()[0])')/task_editable.pth"
-                       ).output.strip() == "/testbed"
+    assert (
+        env.execute(
+            "cat $(python3 -c 'import site; print(site.getsitepackages()[0])')/task_editable.pth"
+        ).output.strip()
+        == "/testbed"
+    )
 
 
 def test_before_a_baseline_is_an_error(make_docker_env: Any) -> None:

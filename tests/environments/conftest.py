@@ -76,8 +76,7 @@ class Backend:
         """A sandbox of this backend, through the registry; its own run id; stopped at teardown."""
         spec.setdefault("cwd", "/testbed")
         spec.setdefault("timeout", 10.0)
-        spec.setdefault("labels", {"mimoagent.run_id": f"contract-{uuid.uuid4().hex[:10]}",
-                                   "mimoagent.instance": "t"})
+        spec.setdefault("labels", {"mimoagent.run_id": f"contract-{uuid.uuid4().hex[:10]}", "mimoagent.instance": "t"})
         if self.name in CONTAINERS:
             spec.setdefault("image", BASE_IMAGE)
         env = make_environment(self.config, SandboxSpec(**spec))
@@ -98,13 +97,17 @@ def _local_leftovers(root: Path) -> Callable[[str], list[str]]:
             if not label.exists() or json.loads(label.read_text())["labels"].get("mimoagent.run_id") == run_id:
                 found.append(f"folder {folder}")
         return found
+
     return left
 
 
 def _docker_leftovers(client: Any) -> Callable[[str], list[str]]:
     def left(run_id: str) -> list[str]:
-        return [f"container {c.name}" for c in
-                client.containers.list(all=True, filters={"label": f"mimoagent.run_id={run_id}"})]
+        return [
+            f"container {c.name}"
+            for c in client.containers.list(all=True, filters={"label": f"mimoagent.run_id={run_id}"})
+        ]
+
     return left
 
 
@@ -115,9 +118,14 @@ def _k8s_leftovers(standin: Any) -> Callable[[str], list[str]]:
 
         pods = [f"pod {name}" for (_, name), p in list(standin.pods.items()) if ours(p)]
         policies = [f"network policy {name}" for (_, name), p in list(standin.policies.items()) if ours(p)]
-        containers = [f"container {c.name}" for c in standin.docker.containers.list(
-            all=True, filters={"label": f"k8s-standin/mimoagent.run_id={run_id}"})]
+        containers = [
+            f"container {c.name}"
+            for c in standin.docker.containers.list(
+                all=True, filters={"label": f"k8s-standin/mimoagent.run_id={run_id}"}
+            )
+        ]
         return pods + policies + containers
+
     return left
 
 
@@ -128,16 +136,23 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
     name = request.param
     if name in ("local", "bwrap"):
         root = tmp_path / "envs"
-        config = EnvironmentConfig(environment_class="local", sandbox="bwrap" if name == "bwrap" else "none",
-                                   backend_kwargs={"root": str(root)})
+        config = EnvironmentConfig(
+            environment_class="local",
+            sandbox="bwrap" if name == "bwrap" else "none",
+            backend_kwargs={"root": str(root)},
+        )
         handle = Backend(name, config, _local_leftovers(root), late=3.5)
     elif name == "docker":
         client = request.getfixturevalue("docker_client")
         handle = Backend(name, EnvironmentConfig(environment_class="docker"), _docker_leftovers(client), late=6.5)
     else:
         standin = request.getfixturevalue("k8s")
-        handle = Backend(name, EnvironmentConfig(environment_class="kubernetes", startup_timeout=60),
-                         _k8s_leftovers(standin), late=6.5)
+        handle = Backend(
+            name,
+            EnvironmentConfig(environment_class="kubernetes", startup_timeout=60),
+            _k8s_leftovers(standin),
+            late=6.5,
+        )
     yield handle
     for env in handle.made:
         env.stop()

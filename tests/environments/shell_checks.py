@@ -12,18 +12,27 @@ from mimo_core.tools.bash import BashConfig, BashTool
 
 def keeps_state_like_a_terminal(env: Any) -> None:
     bash = BashTool(BashConfig(timeout=10))
-    setup = ("mkdir -p deep/er && cd deep/er && export EXPORTED='a  b' && PLAIN=p && "
-             "greet() { echo \"hi $1\"; } && set -o pipefail && shopt -s nullglob && declare -a ARR=(x y)")
+    setup = (
+        "mkdir -p deep/er && cd deep/er && export EXPORTED='a  b' && PLAIN=p && "
+        'greet() { echo "hi $1"; } && set -o pipefail && shopt -s nullglob && declare -a ARR=(x y)'
+    )
     assert bash.run({"command": setup}, env).output == "(no output)\n[exit code: 0]"
-    out = bash.run({"command": 'pwd; echo "$EXPORTED" $PLAIN ${ARR[1]}; greet you; '
-                               "set -o | grep -w pipefail; false | true; echo rc=$?; echo none*"}, env).output
+    out = bash.run(
+        {
+            "command": 'pwd; echo "$EXPORTED" $PLAIN ${ARR[1]}; greet you; '
+            "set -o | grep -w pipefail; false | true; echo rc=$?; echo none*"
+        },
+        env,
+    ).output
     lines = out.splitlines()
     assert lines[0].endswith("/deep/er")
     assert lines[1:3] == ["a  b p y", "hi you"]
     assert lines[3].split() == ["pipefail", "on"]
     assert lines[4:] == ["rc=1", "", "[exit code: 0]"]  # pipefail on; nullglob: no match expands to nothing
-    assert bash.run({"command": "env | grep -c ^EXPORTED=; env | grep -c ^PLAIN="}, env).output.split()[:2] \
-        == ["1", "0"]
+    assert bash.run({"command": "env | grep -c ^EXPORTED=; env | grep -c ^PLAIN="}, env).output.split()[:2] == [
+        "1",
+        "0",
+    ]
 
 
 def survives_a_timeout(env: Any) -> None:
@@ -34,9 +43,12 @@ def survives_a_timeout(env: Any) -> None:
     tag = str(secrets.randbelow(9 * 10**6) + 10**6)
     start = time.monotonic()
     timed = BashTool(BashConfig(timeout=1)).run(
-        {"command": f"echo partial; sleep {tag}1 & setsid sleep {tag}2 & (while :; do sleep {tag}4; done) & "
-                    f"sleep {tag}3"},
-        env)  # the ( ) subshell never execs: it carries no marker, only the call's output file
+        {
+            "command": f"echo partial; sleep {tag}1 & setsid sleep {tag}2 & (while :; do sleep {tag}4; done) & "
+            f"sleep {tag}3"
+        },
+        env,
+    )  # the ( ) subshell never execs: it carries no marker, only the call's output file
     assert time.monotonic() - start < 8
     assert timed.output.startswith("partial\n") and "timed out after 1 seconds" in timed.output
     alive = f"cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -Eo 'sleep {tag}[1-4]' | wc -l"
@@ -85,13 +97,24 @@ def runs_long_commands(env: Any) -> None:
     """Commands past the in-line limit travel after the call's line: same state, output, line numbers."""
     bash = BashTool(BashConfig(timeout=30, max_output_chars=100000))
     lines = "".join(f"line {i} {'x' * 50}\n" for i in range(200))
-    res = bash.run({"command": f"mkdir -p long && cd long && cat > f.txt <<'EOF'\n{lines}EOF\n"
-                               "export LONG=1; wc -l < f.txt\nif then"}, env)
+    res = bash.run(
+        {
+            "command": f"mkdir -p long && cd long && cat > f.txt <<'EOF'\n{lines}EOF\n"
+            "export LONG=1; wc -l < f.txt\nif then"
+        },
+        env,
+    )
     assert res.output.startswith("200\n") and "line 204: syntax error" in res.output, res.output
     after = bash.run({"command": "pwd; echo $LONG; tail -n 1 f.txt"}, env).output.splitlines()
     assert after[0].endswith("/long") and after[1:3] == ["1", f"line 199 {'x' * 50}"], after
     assert env.execute(f"echo start; : '{'y' * 3000}'; echo end").output == "start\nend\n"
 
 
-ALL = [keeps_state_like_a_terminal, runs_long_commands, survives_a_timeout, restarts_after_exit,
-       handles_binary_and_huge_output, hides_its_wrapper]
+ALL = [
+    keeps_state_like_a_terminal,
+    runs_long_commands,
+    survives_a_timeout,
+    restarts_after_exit,
+    handles_binary_and_huge_output,
+    hides_its_wrapper,
+]

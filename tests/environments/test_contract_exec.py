@@ -45,8 +45,9 @@ def test_a_timeout_kills_the_command_and_all_it_started_and_the_sandbox_keeps_wo
     env = backend.make()
     t = tag()
     start = time.monotonic()
-    res = env.execute(f"echo before; (sleep {t}0 &); setsid sleep {t}1 & sleep {t}2 & sleep {t}3; echo after",
-                      timeout=1.5)
+    res = env.execute(
+        f"echo before; (sleep {t}0 &); setsid sleep {t}1 & sleep {t}2 & sleep {t}3; echo after", timeout=1.5
+    )
     assert time.monotonic() - start < 1.5 + backend.late
     assert res.timed_out and res.returncode != 0
     assert "before" in res.output and "after" not in res.output

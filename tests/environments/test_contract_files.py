@@ -56,7 +56,8 @@ def test_copies_in_and_out_take_folders_and_files(backend: Backend, tmp_path: Pa
 
 
 def test_the_seed_is_copied_in_the_specs_env_is_set_and_the_seed_stays_untouched(
-        backend: Backend, tmp_path: Path) -> None:
+    backend: Backend, tmp_path: Path
+) -> None:
     seed = tmp_path / "seed"
     (seed / "src").mkdir(parents=True)
     (seed / "src" / "a.py").write_text("print('a')\n")

@@ -90,6 +90,7 @@ def test_a_command_after_interrupt_runs_in_a_new_shell(make_env: MakeEnv) -> Non
 
 # -- bubblewrap ------------------------------------------------------------------------------------
 
+
 def test_bwrap_missing_is_a_clear_sandbox_error(make_env: MakeEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(SandboxError, match="apt-get install bubblewrap"):
@@ -128,8 +129,7 @@ def _outward_address() -> str:
 
 
 @needs_bwrap
-def test_bwrap_never_reaches_the_hosts_loopback_and_has_outbound_network_only_when_allowed(
-        make_env: MakeEnv) -> None:
+def test_bwrap_never_reaches_the_hosts_loopback_and_has_outbound_network_only_when_allowed(make_env: MakeEnv) -> None:
     loopback, outward = _Listener(), _Listener(_outward_address())
     try:
         to_loopback = f"exec 3<>/dev/tcp/127.0.0.1/{loopback.port} && echo connected"
@@ -138,7 +138,8 @@ def test_bwrap_never_reaches_the_hosts_loopback_and_has_outbound_network_only_wh
         assert make_env().execute(to_loopback, timeout=5).output.strip() == "connected"  # no sandbox: the host's
         # /proc/net/dev lists the sandbox's own namespace (/sys is the host's: it shows host veths)
         inside = make_env(sandbox="bwrap", network=False).execute(
-            f"{to_loopback}; {to_outward}; awk -F: 'NR>2{{print $1}}' /proc/net/dev", timeout=10)
+            f"{to_loopback}; {to_outward}; awk -F: 'NR>2{{print $1}}' /proc/net/dev", timeout=10
+        )
         assert "connected" not in inside.output
         assert inside.output.split()[-1] == "lo" and "veth" not in inside.output
         allowed = make_env(sandbox="bwrap", network=True)
@@ -223,8 +224,13 @@ def test_a_sandboxes_network_helper_ends_with_its_runner_even_after_sigkill(tmp_
 
     if shutil.which("slirp4netns") is None:
         unavailable("slirp4netns is not installed (apt-get install slirp4netns)")
-    out = subprocess.run([sys.executable, "-c", _SLIRP_CHILD], env={**os.environ, "ROOT": str(tmp_path)},
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _SLIRP_CHILD],
+        env={**os.environ, "ROOT": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     pid = int(out.stdout.split()[0])
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -37,7 +37,8 @@ def test_a_sandbox_carries_a_label_naming_its_runner(make_env: MakeEnv) -> None:
 
 
 def test_the_sweep_removes_dead_runners_sandboxes_with_their_processes_and_keeps_live_ones(
-    make_env: MakeEnv, tmp_path: Path,
+    make_env: MakeEnv,
+    tmp_path: Path,
 ) -> None:
     root = tmp_path / "envs"
     live = make_env(root=root)
@@ -45,10 +46,10 @@ def test_the_sweep_removes_dead_runners_sandboxes_with_their_processes_and_keeps
     stale = root / "mimo-stale"
     stale.mkdir()
     stale_id = uuid.uuid4().hex[:12]
-    (stale / LABEL_FILE).write_text(SandboxLabel(sandbox_id=stale_id, host=os.uname().nodename,
-                                                 pid=_dead_pid()).model_dump_json())
-    orphan = subprocess.Popen(["/bin/sleep", "301"], env={**os.environ, SANDBOX_VAR: stale_id},
-                              start_new_session=True)
+    (stale / LABEL_FILE).write_text(
+        SandboxLabel(sandbox_id=stale_id, host=os.uname().nodename, pid=_dead_pid()).model_dump_json()
+    )
+    orphan = subprocess.Popen(["/bin/sleep", "301"], env={**os.environ, SANDBOX_VAR: stale_id}, start_new_session=True)
     unlabelled = root / "mimo-not-ours"
     unlabelled.mkdir()
     assert marked_pids(SANDBOX_VAR, stale_id) == [orphan.pid]
@@ -57,8 +58,9 @@ def test_the_sweep_removes_dead_runners_sandboxes_with_their_processes_and_keeps
         orphan.wait(timeout=10)  # killed
     except subprocess.TimeoutExpired:
         state = Path(f"/proc/{orphan.pid}/status").read_text().splitlines()[:3]
-        raise AssertionError(f"the stale sandbox's process survived the sweep: {state}, "
-                             f"found now: {marked_pids(SANDBOX_VAR, stale_id)}") from None
+        raise AssertionError(
+            f"the stale sandbox's process survived the sweep: {state}, found now: {marked_pids(SANDBOX_VAR, stale_id)}"
+        ) from None
     assert orphan.returncode == -9
     assert not stale.exists() and unlabelled.exists() and Path(live.spec.cwd).exists()
     assert live.execute("echo alive").output == "alive\n"
@@ -136,15 +138,18 @@ def test_removing_a_symlink_never_changes_its_targets_mode(tmp_path: Path) -> No
 def test_a_killed_runners_scratch_folder_is_swept_and_a_live_ones_kept(tmp_path: Path) -> None:
     """Base repositories and verifier evidence live in a labelled per-process folder: a runner killed
     before its exit handler leaves it, and the next sweep of the temp dir removes it."""
-    code = ("import os, sys; from mimo_core.environments.local.cleanup import process_scratch; "
-            "d = process_scratch(); (d / 'base-repos').mkdir(); print(d, flush=True); "
-            "sys.stdin.read() if sys.argv[1] == 'wait' else os.kill(os.getpid(), 9)")
+    code = (
+        "import os, sys; from mimo_core.environments.local.cleanup import process_scratch; "
+        "d = process_scratch(); (d / 'base-repos').mkdir(); print(d, flush=True); "
+        "sys.stdin.read() if sys.argv[1] == 'wait' else os.kill(os.getpid(), 9)"
+    )
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     killed = subprocess.run([sys.executable, "-c", code, "kill"], env=env, capture_output=True, text=True)
     assert killed.returncode == -9
     dead = Path(killed.stdout.strip())
-    live_proc = subprocess.Popen([sys.executable, "-c", code, "wait"], env=env, stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
+    live_proc = subprocess.Popen(
+        [sys.executable, "-c", code, "wait"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert live_proc.stdout is not None
         live = Path(live_proc.stdout.readline().strip())

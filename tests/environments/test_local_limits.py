@@ -31,8 +31,10 @@ print(n)"'''
 def _needs() -> None:
     need_bwrap()
     if not {"pids", "memory", "cpu"} <= set(cgroups.parent_dirs()):
-        unavailable("no writable cgroup controllers for pids, memory and cpu (root on cgroup v1, or a v2 "
-                    "cgroup that delegates them)")
+        unavailable(
+            "no writable cgroup controllers for pids, memory and cpu (root on cgroup v1, or a v2 "
+            "cgroup that delegates them)"
+        )
 
 
 def test_a_sandbox_cannot_fork_past_its_pids_limit_and_stays_usable(make_env: MakeEnv) -> None:
@@ -56,8 +58,10 @@ def test_a_sandbox_gets_no_more_cpu_than_its_share(make_env: MakeEnv) -> None:
     """Two busy processes for 1.5 s of wall time with cpus: 0.5 get at most ~0.75 s of CPU between them
     (a busy machine only gives less: the bound holds under load)."""
     env = make_env(sandbox="bwrap", cpus=0.5, network=False)
-    busy = ('python3 -c "\nimport os, time\nos.fork()\nt = time.time()\nwhile time.time() - t < 1.5:\n    pass\n'
-            'print(os.times().user + os.times().system)"')
+    busy = (
+        'python3 -c "\nimport os, time\nos.fork()\nt = time.time()\nwhile time.time() - t < 1.5:\n    pass\n'
+        'print(os.times().user + os.times().system)"'
+    )
     out = env.execute(f"{busy}; wait", timeout=60).output.split()
     used = sum(float(x) for x in out)
     assert len(out) == 2 and used < 0.5 * 1.5 * 1.4, out

@@ -46,8 +46,10 @@ def test_without_a_sandbox_a_command_naming_the_task_cwd_explains_where_it_is(ma
     env = make_env(cwd="/app")
     failed = env.execute("cd /app && ls")
     assert failed.returncode != 0
-    assert f"/app is the task's working directory inside a container; on the local backend without a " \
-           f"sandbox it is {env.spec.cwd}" in failed.output
+    assert (
+        f"/app is the task's working directory inside a container; on the local backend without a "
+        f"sandbox it is {env.spec.cwd}" in failed.output
+    )
     assert "environment.sandbox: bwrap" in failed.output
     other = env.execute("cat /nonexistent/file")
     assert other.returncode != 0 and "[mimoagent]" not in other.output

@@ -17,14 +17,29 @@ from tests.exports.conftest import ScriptedRun
 
 
 def _mimoagent(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, text=True,
-                          capture_output=True, timeout=60, env={**os.environ, "MIMOAGENT_OBSERVERS": "0"})
+    return subprocess.run(
+        [sys.executable, "-m", "mimo_core.cli", *args],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "MIMOAGENT_OBSERVERS": "0"},
+    )
 
 
-def test_export_command_writes_and_names_rollouts_without_token_ids(scripted_run: ScriptedRun,
-                                                                   tmp_path: Path) -> None:
-    proc = _mimoagent("export", str(scripted_run.out), "--format", "rl", "-o", str(tmp_path),
-                      "--status", "submitted", "--min-reward", "1")
+def test_export_command_writes_and_names_rollouts_without_token_ids(scripted_run: ScriptedRun, tmp_path: Path) -> None:
+    proc = _mimoagent(
+        "export",
+        str(scripted_run.out),
+        "--format",
+        "rl",
+        "-o",
+        str(tmp_path),
+        "--status",
+        "submitted",
+        "--min-reward",
+        "1",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "rl: 2 rollouts, 4 rows" in proc.stdout and "2 rollouts left out" in proc.stdout
     left_out = [line for line in proc.stderr.splitlines() if "left out" in line]

@@ -32,8 +32,11 @@ def mixed_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if "task 1" in json.dumps(req.body) and req.n_assistant_turns >= 1:
             llm.inject(503, times=3)  # the retry after this request fails too: retries exhausted
             return call("bash", command="true")
-        return call("edit", path="greeting.txt", old_string="hello", new_string="goodbye") \
-            if req.n_assistant_turns == 0 else call("submit")
+        return (
+            call("edit", path="greeting.txt", old_string="hello", new_string="goodbye")
+            if req.n_assistant_turns == 0
+            else call("submit")
+        )
 
     with ScriptedLLM(responder) as llm:
         proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(out)], llm)
@@ -53,9 +56,14 @@ def test_sft_leaves_out_rollouts_that_ended_in_an_error(mixed_run: Path, tmp_pat
 
 
 def test_an_export_with_no_row_exits_non_zero_and_writes_no_file(mixed_run: Path, tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "export", str(mixed_run), "--format", "rl",
-                           "-o", str(tmp_path)], cwd=REPO, text=True, capture_output=True, timeout=120,
-                          env={**os.environ, "MIMOAGENT_OBSERVERS": "0"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "mimo_core.cli", "export", str(mixed_run), "--format", "rl", "-o", str(tmp_path)],
+        cwd=REPO,
+        text=True,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "MIMOAGENT_OBSERVERS": "0"},
+    )
     assert proc.returncode == 2, proc.stdout
     [line] = proc.stderr.strip().splitlines()
     assert "rl: nothing to export" in line and "lack token ids" in line

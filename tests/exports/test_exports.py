@@ -23,8 +23,9 @@ def _load_hf(path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch):
     return datasets.load_dataset("parquet", data_files=str(path), split="train", cache_dir=str(cache))
 
 
-def test_sft_export_has_one_row_per_rollout_in_chat_format(scripted_run: ScriptedRun, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sft_export_has_one_row_per_rollout_in_chat_format(
+    scripted_run: ScriptedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     report = run_export("sft", [scripted_run.out], tmp_path)
     assert report.rollouts == 4 and not report.skipped
     ds = _load_hf(tmp_path / "sft.parquet", tmp_path / "hf", monkeypatch)
@@ -51,8 +52,9 @@ def test_sft_filters_keep_matching_rollouts(scripted_run: ScriptedRun, tmp_path:
     assert not (tmp_path / "c" / "sft.parquet").exists() and (tmp_path / "c" / "sft_report.json").exists()
 
 
-def test_rl_export_has_the_token_ids_the_server_sent(scripted_run: ScriptedRun, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rl_export_has_the_token_ids_the_server_sent(
+    scripted_run: ScriptedRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     report = run_export("rl", [scripted_run.out], tmp_path)
     assert report.rollouts == 2 and report.rows == 4  # the tok rollouts, two calls each
     skipped = {Path(s.rollout).relative_to(scripted_run.out).as_posix(): s.reason for s in report.skipped}
@@ -69,7 +71,8 @@ def test_rl_export_has_the_token_ids_the_server_sent(scripted_run: ScriptedRun, 
     assert first["prompt_token_ids"] == sent[0]["prompt_token_ids"]
     assert first["completion_token_ids"] == sent[0]["choices"][0]["token_ids"]
     assert first["completion_logprobs"] == pytest.approx(
-        [e["logprob"] for e in sent[0]["choices"][0]["logprobs"]["content"]])
+        [e["logprob"] for e in sent[0]["choices"][0]["logprobs"]["content"]]
+    )
     n_prompt, n_completion = len(first["prompt_token_ids"]), len(first["completion_token_ids"])
     assert first["loss_mask"] == [0] * n_prompt + [1] * n_completion
     assert first["reward"] == 1.0 and first["config_name"] == "tok"
@@ -96,8 +99,9 @@ def test_atif_export_validates_against_harbors_model(scripted_run: ScriptedRun, 
     assert list(harbor_atif_errors([broken])) == [str(broken)]
 
 
-def test_return_token_ids_on_another_protocol_is_a_config_error(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_return_token_ids_on_another_protocol_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mimo_core.config import read_configs
     from mimo_core.errors import ConfigError
     from testkit.tasks import write_config
@@ -114,8 +118,11 @@ def test_return_token_ids_on_another_protocol_is_a_config_error(tmp_path: Path,
 
 def test_latest_partitions_skip_a_run_folder_that_is_gone(scripted_run: ScriptedRun, tmp_path: Path) -> None:
     """The export assets' selection: each partition from its latest run folder; a deleted folder is reported."""
-    latest = {("greet-0", "tok"): scripted_run.out, ("greet-1", "plain"): scripted_run.out,
-              ("greet-9", "tok"): tmp_path / "deleted-run"}
+    latest = {
+        ("greet-0", "tok"): scripted_run.out,
+        ("greet-1", "plain"): scripted_run.out,
+        ("greet-9", "tok"): tmp_path / "deleted-run",
+    }
     refs, unreadable = select_latest(latest)
     assert [(r.record.instance_id, r.record.config_name) for r in refs] == [("greet-0", "tok"), ("greet-1", "plain")]
     assert list(unreadable) == [str((tmp_path / "deleted-run").resolve())]

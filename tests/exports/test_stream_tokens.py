@@ -32,6 +32,8 @@ def test_streamed_token_ids_equal_the_unstreamed_ones() -> None:
     fields = token_fields(streamed)
     assert fields.prompt_ids and fields.completion_ids and fields.logprobs
     assert fields == token_fields(whole)
-    assert json.loads(streamed["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])["path"] == \
-        "greeting.txt"
+    assert (
+        json.loads(streamed["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"])["path"]
+        == "greeting.txt"
+    )
     assert token_fields(plain).missing() == ["prompt token ids", "completion token ids"]  # not asked for

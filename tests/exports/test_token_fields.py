@@ -31,15 +31,22 @@ def test_older_vllm_gives_completion_ids_from_logprob_tokens_only() -> None:
 
 def test_sglang_choice_token_ids_prompt_ids_and_meta_info() -> None:
     f = token_fields(_body("sglang_chat_token_ids_meta_info.json"))
-    assert (f.server, f.completion_ids, f.prompt_ids) == ("sglang", [4913, 5631], [151644, 872, 198, 852, 279, 3542,
-                                                                                    151645])
+    assert (f.server, f.completion_ids, f.prompt_ids) == (
+        "sglang",
+        [4913, 5631],
+        [151644, 872, 198, 852, 279, 3542, 151645],
+    )
     assert f.logprobs == [-0.12, -0.03]
 
 
 def test_sglang_ids_from_meta_info_output_token_logprobs() -> None:
     f = token_fields(_body("sglang_chat_meta_info_only.json"))
-    assert (f.server, f.completion_ids, f.prompt_ids, f.logprobs) == ("sglang", [17453, 13], [151644, 872, 198, 151645],
-                                                                      [-0.5, -0.01])
+    assert (f.server, f.completion_ids, f.prompt_ids, f.logprobs) == (
+        "sglang",
+        [17453, 13],
+        [151644, 872, 198, 151645],
+        [-0.5, -0.01],
+    )
 
 
 def test_llama_cpp_completion_ids_and_the_prompt_ids_it_lacks() -> None:
@@ -52,7 +59,14 @@ def test_llama_cpp_completion_ids_and_the_prompt_ids_it_lacks() -> None:
     assert withprompt.missing() == [] and withprompt.server == "llama.cpp"
 
 
-@pytest.mark.parametrize("body", [{}, {"choices": []}, {"choices": [{"message": {"content": "hi"}}]},
-                                  {"choices": [{"logprobs": {"content": [{"token": "hi", "logprob": -1}]}}]}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"choices": []},
+        {"choices": [{"message": {"content": "hi"}}]},
+        {"choices": [{"logprobs": {"content": [{"token": "hi", "logprob": -1}]}}]},
+    ],
+)
 def test_a_reply_without_ids_has_none(body: dict) -> None:
     assert token_fields(body).missing() == ["prompt token ids", "completion token ids"]

@@ -43,15 +43,17 @@ def test_the_reference_solution_gets_one_with_no_finding(new_env: Factory) -> No
 
 
 def test_a_reward_txt_written_by_code_under_test_is_zero(new_env: Factory) -> None:
-    forge = ("\nimport os\nopen(os.path.join(os.environ['LOGS_DIR'], 'verifier', 'reward.txt'), 'w').write('1')\n")
+    forge = "\nimport os\nopen(os.path.join(os.environ['LOGS_DIR'], 'verifier', 'reward.txt'), 'w').write('1')\n"
     grade = graded(new_env, forge, gold=True)  # even beside a fix: the verdict is not the verifier's
     assert (grade.reward, grade.passed, grade.infra_error) == (0.0, False, None)
     assert [f.kind for f in grade.findings] == ["forged_verdict"] and "reward.txt exists" in grade.findings[0].detail
 
 
 def test_a_process_outliving_the_verifier_is_zero(new_env: Factory) -> None:
-    forge = ("\nimport subprocess\nsubprocess.Popen(['sleep', '30'], start_new_session=True,"
-             " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
+    forge = (
+        "\nimport subprocess\nsubprocess.Popen(['sleep', '30'], start_new_session=True,"
+        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    )
     grade = graded(new_env, forge, gold=True)
     assert (grade.reward, grade.passed) == (0.0, False)
     assert grade.findings and "outlived the verifier" in grade.findings[0].detail

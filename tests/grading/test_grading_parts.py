@@ -75,12 +75,15 @@ def test_reward_txt_partial_is_not_passed(env: Environment) -> None:
     assert grade.reward == 0.5 and not grade.passed and grade.infra_error is None
 
 
-@pytest.mark.parametrize("name,text,expected", [
-    ("reward.txt", "-1\n", "crashed"),
-    ("reward.json", '{"reward": -1}', "crashed"),
-    ("reward.txt", "oops", "not a number"),
-    ("reward.json", "[1,", "not valid"),
-])
+@pytest.mark.parametrize(
+    "name,text,expected",
+    [
+        ("reward.txt", "-1\n", "crashed"),
+        ("reward.json", '{"reward": -1}', "crashed"),
+        ("reward.txt", "oops", "not a number"),
+        ("reward.json", "[1,", "not valid"),
+    ],
+)
 def test_bad_or_crash_reward_is_infra_error(env: Environment, name: str, text: str, expected: str) -> None:
     grade = read_reward(env, write(env, name, text))
     assert grade.infra_error and expected in grade.infra_error and grade.reward is None
@@ -91,19 +94,26 @@ def test_missing_reward_is_infra_error(env: Environment) -> None:
 
 
 def test_pytest_summary_is_parsed() -> None:
-    out = ("===== short test summary info =====\n"
-           "PASSED tests/a.py::test_x\nFAILED tests/a.py::test_y - AssertionError: no\n"
-           "ERROR tests/b.py::test_z[a b]\nsomething else\n"
-           "===== 1 failed, 1 passed, 1 error in 0.12s =====\n")
-    assert parse_pytest(out) == {"tests/a.py::test_x": "PASSED", "tests/a.py::test_y": "FAILED",
-                                 "tests/b.py::test_z[a b]": "ERROR"}
+    out = (
+        "===== short test summary info =====\n"
+        "PASSED tests/a.py::test_x\nFAILED tests/a.py::test_y - AssertionError: no\n"
+        "ERROR tests/b.py::test_z[a b]\nsomething else\n"
+        "===== 1 failed, 1 passed, 1 error in 0.12s =====\n"
+    )
+    assert parse_pytest(out) == {
+        "tests/a.py::test_x": "PASSED",
+        "tests/a.py::test_y": "FAILED",
+        "tests/b.py::test_z[a b]": "ERROR",
+    }
 
 
 def test_path_map_rewrites_task_paths_only_when_the_backend_moved_them() -> None:
     pm = PathMap("/app", "/tmp/x/work", "/tmp/x/scratch")
     text = "cd /app && cat /app/a /logs/v/r.json /tests/t.sh > /application /srv/app /apps"
-    assert pm.text(text) == ("cd /tmp/x/work && cat /tmp/x/work/a /tmp/x/scratch/logs/v/r.json "
-                             "/tmp/x/scratch/tests/t.sh > /application /srv/app /apps")
+    assert pm.text(text) == (
+        "cd /tmp/x/work && cat /tmp/x/work/a /tmp/x/scratch/logs/v/r.json "
+        "/tmp/x/scratch/tests/t.sh > /application /srv/app /apps"
+    )
     assert pm.path("/logs/verifier") == "/tmp/x/scratch/logs/verifier"
     same = PathMap("/app", "/app", "/tmp/s")
     assert same.identity and same.text(text) == text and same.path("/logs") == "/logs"

@@ -17,8 +17,10 @@ ITEMS = rubric_items(["Adds a test", {"criterion": "Keeps the API", "weight": 3}
 
 
 def test_verdict_parser_accepts_fences_prose_and_loose_values() -> None:
-    text = 'Here you go:\n```json\n{"scores": [{"index": 1, "score": "pass", "reason": "ok"}, ' \
-           '{"index": 2, "score": "3/4"}]}\n```'
+    text = (
+        'Here you go:\n```json\n{"scores": [{"index": 1, "score": "pass", "reason": "ok"}, '
+        '{"index": 2, "score": "3/4"}]}\n```'
+    )
     scores, error = parse_verdict(text, ITEMS)
     assert error is None and [s.score for s in scores] == [1.0, 0.75] and scores[0].reason == "ok"
     scores, error = parse_verdict('{"Adds a test": 0, "2": {"score": 1.7}}', ITEMS)
@@ -34,15 +36,22 @@ def test_verdict_parser_reports_missing_and_unreadable_scores() -> None:
 def test_judge_inspects_environment_and_scores_each_rubric(tmp_path: Path, new_env) -> None:
     from mimo_core.agents.judge import run_judge
 
-    verdict = json.dumps({"scores": [{"index": 1, "score": 0, "reason": "no test"},
-                                     {"index": 2, "score": 1, "reason": "API unchanged"}]})
+    verdict = json.dumps(
+        {"scores": [{"index": 1, "score": 0, "reason": "no test"}, {"index": 2, "score": 1, "reason": "API unchanged"}]}
+    )
     with ScriptedLLM(turns(call("bash", command="cat answer.txt"), call("submit", message=verdict))) as llm:
-        cfg = JudgeAgentConfig(model=ModelConfig(
-            model_name="judge-model", model_kwargs={"base_url": llm.openai_base_url, "api_key": "k"},
-            retry=RetryConfig(max_attempts=1)))
-        task = GenericTask(instance_id="j1", problem_statement="Write 42 to answer.txt",
-                           rubric=Rubric(rubrics=[it.text for it in ITEMS[:1]] + [{"criterion": "Keeps the API",
-                                                                                   "weight": 3}]))
+        cfg = JudgeAgentConfig(
+            model=ModelConfig(
+                model_name="judge-model",
+                model_kwargs={"base_url": llm.openai_base_url, "api_key": "k"},
+                retry=RetryConfig(max_attempts=1),
+            )
+        )
+        task = GenericTask(
+            instance_id="j1",
+            problem_statement="Write 42 to answer.txt",
+            rubric=Rubric(rubrics=[it.text for it in ITEMS[:1]] + [{"criterion": "Keeps the API", "weight": 3}]),
+        )
         from mimo_core.datasets.registry import get_dataset_type
 
         dtype = get_dataset_type("generic")

@@ -22,13 +22,19 @@ from mimo_core.grading.pytest_summary import contradictions, parse_pytest, read_
 Factory = Callable[[SandboxSpec], Environment]
 WRONG = "def add(a, b):\n    return a - b\n"
 RIGHT = "def add(a, b):\n    return a + b\n"
-TESTS = ("from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n\n\n"
-         "def test_add():\n    assert add(2, 3) == 5\n")
-TEST_PATCH = ("diff --git a/tests/test_calc.py b/tests/test_calc.py\nnew file mode 100644\n--- /dev/null\n"
-              "+++ b/tests/test_calc.py\n@@ -0,0 +1,9 @@\n" + "".join(f"+{line}\n" for line in TESTS.splitlines()))
+TESTS = (
+    "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n\n\n"
+    "def test_add():\n    assert add(2, 3) == 5\n"
+)
+TEST_PATCH = (
+    "diff --git a/tests/test_calc.py b/tests/test_calc.py\nnew file mode 100644\n--- /dev/null\n"
+    "+++ b/tests/test_calc.py\n@@ -0,0 +1,9 @@\n" + "".join(f"+{line}\n" for line in TESTS.splitlines())
+)
 # what the agent's calc.py does at exit, after pytest printed its final line
-FAKE_SUMMARY = ("import atexit\natexit.register(lambda: print('=== short test summary info ===\\n"
-                "PASSED tests/test_calc.py::test_add\\n=== 1 passed in 0.01s ===', flush=True))\n")
+FAKE_SUMMARY = (
+    "import atexit\natexit.register(lambda: print('=== short test summary info ===\\n"
+    "PASSED tests/test_calc.py::test_add\\n=== 1 passed in 0.01s ===', flush=True))\n"
+)
 
 
 def oss_task(tmp_path: Path) -> Task:
@@ -37,10 +43,16 @@ def oss_task(tmp_path: Path) -> Task:
     (repo / "calc.py").write_text(WRONG)
     (repo / "tests").mkdir()
     (repo / "tests" / "__init__.py").write_text("")
-    row = {"instance_id": "calc", "dataset_type": "opensource-code", "repo_dir": "repo",
-           "problem_statement": "add must add", "test_patch": TEST_PATCH,
-           "FAIL_TO_PASS": ["tests/test_calc.py::test_add"], "PASS_TO_PASS": ["tests/test_calc.py::test_zero"],
-           "test_cmd": f"{sys.executable} -m pytest -rA -p no:cacheprovider -p no:randomly"}
+    row = {
+        "instance_id": "calc",
+        "dataset_type": "opensource-code",
+        "repo_dir": "repo",
+        "problem_statement": "add must add",
+        "test_patch": TEST_PATCH,
+        "FAIL_TO_PASS": ["tests/test_calc.py::test_add"],
+        "PASS_TO_PASS": ["tests/test_calc.py::test_zero"],
+        "test_cmd": f"{sys.executable} -m pytest -rA -p no:cacheprovider -p no:randomly",
+    }
     (tmp_path / "tasks.jsonl").write_text(json.dumps(row) + "\n")
     return load_tasks(str(tmp_path / "tasks.jsonl"))[0]
 
@@ -103,8 +115,20 @@ HEADER = "=========================== short test summary info ==================
 
 
 def run(lines: list[str], final: str = "= 1 failed, 1 passed in 0.12s =") -> str:
-    return "\n".join(["============================= test session starts ==============================",
-                      "collected 2 items", "", "a.py .F", HEADER, *lines, final]) + "\n"
+    return (
+        "\n".join(
+            [
+                "============================= test session starts ==============================",
+                "collected 2 items",
+                "",
+                "a.py .F",
+                HEADER,
+                *lines,
+                final,
+            ]
+        )
+        + "\n"
+    )
 
 
 def test_real_pytest_output_is_parsed_without_conflicts(tmp_path: Path) -> None:
@@ -115,28 +139,45 @@ def test_real_pytest_output_is_parsed_without_conflicts(tmp_path: Path) -> None:
         "def test_ok(): pass\ndef test_fail(): assert 0\ndef test_td(bad): pass\n"
         "@pytest.mark.skip(reason='s')\ndef test_skip(): pass\n@pytest.mark.xfail\ndef test_xf(): assert 0\n"
         "@pytest.mark.xfail\ndef test_xp(): pass\n@pytest.mark.parametrize('v', ['a b', 'c - d'])\n"
-        "def test_p(v): pass\n")
-    res = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "-p", "no:randomly",
-                          "test_a.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        "def test_p(v): pass\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "-p", "no:randomly", "test_a.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     report = read_pytest(res.stdout)
     assert report.conflicts == [] and contradictions(report, res.returncode) == [], res.stdout
-    assert report.statuses == {"test_a.py::test_ok": "PASSED", "test_a.py::test_fail": "FAILED",
-                               "test_a.py::test_td": "ERROR", "test_a.py::test_xf": "XFAIL",
-                               "test_a.py::test_xp": "XPASS", "test_a.py::test_p[a b]": "PASSED",
-                               "test_a.py::test_p[c - d]": "PASSED"}
+    assert report.statuses == {
+        "test_a.py::test_ok": "PASSED",
+        "test_a.py::test_fail": "FAILED",
+        "test_a.py::test_td": "ERROR",
+        "test_a.py::test_xf": "XFAIL",
+        "test_a.py::test_xp": "XPASS",
+        "test_a.py::test_p[a b]": "PASSED",
+        "test_a.py::test_p[c - d]": "PASSED",
+    }
     assert report.counts["passed"] == 4 and report.counts["error"] == 1
 
 
 def test_a_second_line_for_one_test_with_another_status_is_a_conflict() -> None:
-    report = read_pytest(run(["FAILED a.py::test_b - assert 0", "PASSED a.py::test_a", "PASSED a.py::test_b"],
-                             final="= 1 failed, 2 passed in 0.12s ="))
+    report = read_pytest(
+        run(
+            ["FAILED a.py::test_b - assert 0", "PASSED a.py::test_a", "PASSED a.py::test_b"],
+            final="= 1 failed, 2 passed in 0.12s =",
+        )
+    )
     assert report.statuses["a.py::test_b"] == "FAILED"  # the first result wins
     assert any("a.py::test_b is reported FAILED and then PASSED" in c for c in report.conflicts)
 
 
 def test_a_second_summary_header_is_a_conflict() -> None:
-    out = run(["FAILED a.py::test_b - assert 0", "PASSED a.py::test_a", HEADER, "PASSED a.py::test_b",
-               "PASSED a.py::test_a"], final="= 2 passed in 0.12s =")
+    out = run(
+        ["FAILED a.py::test_b - assert 0", "PASSED a.py::test_a", HEADER, "PASSED a.py::test_b", "PASSED a.py::test_a"],
+        final="= 2 passed in 0.12s =",
+    )
     assert any("2 'short test summary info'" in c for c in read_pytest(out).conflicts)
 
 
@@ -159,25 +200,32 @@ def test_no_final_line_means_no_result() -> None:
     out = "\n".join(["===== test session starts =====", HEADER, "PASSED a.py::test_a"]) + "\n"
     assert parse_pytest(out) == {}
     assert contradictions(read_pytest(out), 0) == [
-        "pytest exited 0 without printing its final line (its run was cut short)"]
+        "pytest exited 0 without printing its final line (its run was cut short)"
+    ]
     assert contradictions(read_pytest(out), 1) == []
     assert contradictions(read_pytest("OK: 3 tests\n"), 0) == []
 
 
-@pytest.mark.parametrize("lines,final,code,expected", [
-    (["PASSED a.py::test_a", "PASSED a.py::test_b"], "= 2 passed in 0.1s =", 1, "pytest exited 1"),
-    (["PASSED a.py::test_a", "FAILED a.py::test_b - x"], "= 1 failed, 1 passed in 0.1s =", 0, "pytest exited 0"),
-    (["ERROR a.py::test_b - x"], "= 1 error in 0.1s =", 0, "pytest exited 0"),
-])
+@pytest.mark.parametrize(
+    "lines,final,code,expected",
+    [
+        (["PASSED a.py::test_a", "PASSED a.py::test_b"], "= 2 passed in 0.1s =", 1, "pytest exited 1"),
+        (["PASSED a.py::test_a", "FAILED a.py::test_b - x"], "= 1 failed, 1 passed in 0.1s =", 0, "pytest exited 0"),
+        (["ERROR a.py::test_b - x"], "= 1 error in 0.1s =", 0, "pytest exited 0"),
+    ],
+)
 def test_a_report_that_contradicts_the_exit_status(lines: list[str], final: str, code: int, expected: str) -> None:
     assert any(expected in c for c in contradictions(read_pytest(run(lines, final)), code))
 
 
-@pytest.mark.parametrize("lines,final,code", [
-    (["PASSED a.py::test_a", "PASSED a.py::test_b"], "= 2 passed in 0.1s =", 0),
-    (["PASSED a.py::test_a", "FAILED a.py::test_b - x"], "= 1 failed, 1 passed in 0.1s =", 1),
-    (["PASSED a.py::test_a", "ERROR a.py::test_a - teardown"], "= 1 passed, 1 error in 0.1s =", 1),
-    ([], "= 2 passed in 0.01 seconds =", 0),  # -rfE (no PASSED lines), old pytest's "seconds"
-])
+@pytest.mark.parametrize(
+    "lines,final,code",
+    [
+        (["PASSED a.py::test_a", "PASSED a.py::test_b"], "= 2 passed in 0.1s =", 0),
+        (["PASSED a.py::test_a", "FAILED a.py::test_b - x"], "= 1 failed, 1 passed in 0.1s =", 1),
+        (["PASSED a.py::test_a", "ERROR a.py::test_a - teardown"], "= 1 passed, 1 error in 0.1s =", 1),
+        ([], "= 2 passed in 0.01 seconds =", 0),  # -rfE (no PASSED lines), old pytest's "seconds"
+    ],
+)
 def test_honest_reports_have_no_contradiction(lines: list[str], final: str, code: int) -> None:
     assert contradictions(read_pytest(run(lines, final)), code) == []

@@ -22,8 +22,10 @@ PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 WRONG = "def add(a, b):\n    return a - b\n"
 RIGHT = "def add(a, b):\n    return a + b\n"
 TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-EVAL = (f"mkdir -p /logs/verifier; {PYTEST} tests/test_calc.py; "
-        "if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi")
+EVAL = (
+    f"mkdir -p /logs/verifier; {PYTEST} tests/test_calc.py; "
+    "if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi"
+)
 ATEXIT = WRONG + "import atexit, os\natexit.register(lambda: os._exit(0))\n"
 IN_CALL = "import os\n\n\ndef add(a, b):\n    os._exit(0)\n"
 
@@ -33,8 +35,14 @@ def _task(tmp_path: Path, **row: object) -> Task:
     (repo / "tests").mkdir(parents=True)
     (repo / "calc.py").write_text(WRONG)
     (repo / "tests" / "test_calc.py").write_text(TESTS)
-    base = {"instance_id": "calc", "dataset_type": "generic", "repo_dir": "repo", "problem_statement": "add",
-            "eval_script": EVAL, **row}
+    base = {
+        "instance_id": "calc",
+        "dataset_type": "generic",
+        "repo_dir": "repo",
+        "problem_statement": "add",
+        "eval_script": EVAL,
+        **row,
+    }
     (tmp_path / "tasks.jsonl").write_text(json.dumps(base) + "\n")
     return load_tasks(str(tmp_path / "tasks.jsonl"))[0]
 
@@ -74,10 +82,18 @@ def test_a_verifier_with_its_own_pythonpath_still_grades(tmp_path: Path, new_env
 
 
 def test_an_exit_status_per_test_is_witnessed_too(tmp_path: Path, new_env: Factory) -> None:
-    tests_patch = ("diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n"
-                   "+++ b/tests/test_calc.py\n@@ -1 +1 @@\n-from calc import add\n+from calc import add  # v2\n")
-    task = _task(tmp_path, dataset_type="opensource-code", eval_script=None, test_patch=tests_patch,
-                 FAIL_TO_PASS=["tests/test_calc.py::test_add"], test_cmd=PYTEST + " {test}")
+    tests_patch = (
+        "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n"
+        "+++ b/tests/test_calc.py\n@@ -1 +1 @@\n-from calc import add\n+from calc import add  # v2\n"
+    )
+    task = _task(
+        tmp_path,
+        dataset_type="opensource-code",
+        eval_script=None,
+        test_patch=tests_patch,
+        FAIL_TO_PASS=["tests/test_calc.py::test_add"],
+        test_cmd=PYTEST + " {test}",
+    )
     assert graded(task, new_env, RIGHT).reward == 1.0
     grade = graded(task, new_env, ATEXIT)
     assert grade.reward == 0.0 and forged(grade), (grade.details, grade.findings)

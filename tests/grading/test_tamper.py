@@ -25,8 +25,10 @@ REPO = {
     "setup.cfg": "[metadata]\nname = calc\n\n[tool:pytest]\ntestpaths = tests\n",
     "docs/guide.md": "guide\n",
 }
-GOLD = ("diff --git a/docs/guide.md b/docs/guide.md\n--- a/docs/guide.md\n+++ b/docs/guide.md\n@@ -1 +1 @@\n"
-        "-guide\n+guide v2\n")
+GOLD = (
+    "diff --git a/docs/guide.md b/docs/guide.md\n--- a/docs/guide.md\n+++ b/docs/guide.md\n@@ -1 +1 @@\n"
+    "-guide\n+guide v2\n"
+)
 
 
 def _task(tmp_path: Any, **extra: Any) -> Task:
@@ -34,8 +36,15 @@ def _task(tmp_path: Any, **extra: Any) -> Task:
     for rel, text in REPO.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
-    row = {"instance_id": "calc", "dataset_type": "generic", "problem_statement": "fix add",
-           "repo_dir": str(repo), "eval_script": "true", "gold_patch": GOLD, **extra}
+    row = {
+        "instance_id": "calc",
+        "dataset_type": "generic",
+        "problem_statement": "fix add",
+        "repo_dir": str(repo),
+        "eval_script": "true",
+        "gold_patch": GOLD,
+        **extra,
+    }
     return get_dataset_type("generic").row_model.model_validate(row)
 
 
@@ -60,28 +69,49 @@ def kinds(findings: list[Any]) -> dict[str, str]:
 
 def test_every_kind_of_test_infrastructure_is_put_back_and_named(sandbox: Any) -> None:
     dtype, env, task = sandbox
-    sh(env, "printf 'import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):"
-            "\\n    yield\\n' > conftest.py; mkdir -p sub && echo x > sub/conftest.py; "
-            "echo 'def test_add(): pass' > tests/test_calc.py; echo 'def test_mine(): pass' > tests/test_mine.py; "
-            "mkdir -p pytest && echo 'raise SystemExit(0)' > pytest/__init__.py; echo x > tests/unittest.py; "
-            "echo 'import os' > sitecustomize.py; echo 'import evil' > evil.pth; "
-            "printf '[pytest]\\naddopts = -k not test_add\\n' > pytest.ini; "
-            "sed -i 's/-q/-p evilplugin/' pyproject.toml; sed -i 's/name = calc/name = calc2/' setup.cfg; "
-            "echo '* filter=evil' > .gitattributes; mkdir -p calc.egg-info && "
-            "printf '[pytest11]\\nevil = evil\\n' > calc.egg-info/entry_points.txt; "
-            "printf 'def add(a, b):\\n    return a + b\\n' > calc.py; echo 'guide v2' > docs/guide.md")
+    sh(
+        env,
+        "printf 'import pytest\\n@pytest.hookimpl(hookwrapper=True)\\ndef pytest_runtest_makereport(item, call):"
+        "\\n    yield\\n' > conftest.py; mkdir -p sub && echo x > sub/conftest.py; "
+        "echo 'def test_add(): pass' > tests/test_calc.py; echo 'def test_mine(): pass' > tests/test_mine.py; "
+        "mkdir -p pytest && echo 'raise SystemExit(0)' > pytest/__init__.py; echo x > tests/unittest.py; "
+        "echo 'import os' > sitecustomize.py; echo 'import evil' > evil.pth; "
+        "printf '[pytest]\\naddopts = -k not test_add\\n' > pytest.ini; "
+        "sed -i 's/-q/-p evilplugin/' pyproject.toml; sed -i 's/name = calc/name = calc2/' setup.cfg; "
+        "echo '* filter=evil' > .gitattributes; mkdir -p calc.egg-info && "
+        "printf '[pytest11]\\nevil = evil\\n' > calc.egg-info/entry_points.txt; "
+        "printf 'def add(a, b):\\n    return a + b\\n' > calc.py; echo 'guide v2' > docs/guide.md",
+    )
     findings = dtype.secure_repository(env, task)
     found = kinds(findings)
     assert set(found) == {"tampered_tests", "tests_added"}, found
-    for path in ("conftest.py", "sub/conftest.py", "tests/test_calc.py", "pytest", "tests/unittest.py",
-                 "sitecustomize.py", "evil.pth", "pytest.ini", "pyproject.toml", ".gitattributes",
-                 "calc.egg-info/entry_points.txt"):
+    for path in (
+        "conftest.py",
+        "sub/conftest.py",
+        "tests/test_calc.py",
+        "pytest",
+        "tests/unittest.py",
+        "sitecustomize.py",
+        "evil.pth",
+        "pytest.ini",
+        "pyproject.toml",
+        ".gitattributes",
+        "calc.egg-info/entry_points.txt",
+    ):
         assert path in found["tampered_tests"], (path, found)
     assert "tests/test_mine.py" in found["tests_added"]
     assert "setup.cfg" not in found["tampered_tests"]  # only its [metadata] changed
     listing = sh(env, "ls -A; ls tests")
-    for gone in ("conftest.py", "pytest", "sitecustomize.py", "evil.pth", "pytest.ini", ".gitattributes",
-                 "test_mine.py", "unittest.py"):
+    for gone in (
+        "conftest.py",
+        "pytest",
+        "sitecustomize.py",
+        "evil.pth",
+        "pytest.ini",
+        ".gitattributes",
+        "test_mine.py",
+        "unittest.py",
+    ):
         assert gone not in listing.split(), (gone, listing)
     assert sh(env, "cat tests/test_calc.py") == REPO["tests/test_calc.py"]
     assert sh(env, "cat pyproject.toml") == REPO["pyproject.toml"]
@@ -93,8 +123,11 @@ def test_every_kind_of_test_infrastructure_is_put_back_and_named(sandbox: Any) -
 
 def test_an_honest_fix_is_left_alone_with_no_finding(sandbox: Any) -> None:
     dtype, env, task = sandbox
-    sh(env, "printf 'def add(a, b):\\n    return a + b\\n' > calc.py; mkdir -p pkg && echo x > pkg/json.py; "
-            "python3 -c 'import compileall' && mkdir -p tests/__pycache__ && echo junk > tests/__pycache__/x.pyc")
+    sh(
+        env,
+        "printf 'def add(a, b):\\n    return a + b\\n' > calc.py; mkdir -p pkg && echo x > pkg/json.py; "
+        "python3 -c 'import compileall' && mkdir -p tests/__pycache__ && echo junk > tests/__pycache__/x.pyc",
+    )
     assert dtype.secure_repository(env, task) == []
     assert "a + b" in sh(env, "cat calc.py") and sh(env, "cat pkg/json.py") == "x\n"  # not next to the tests
     assert "__pycache__" not in sh(env, "ls -A tests")  # caches go, silently
@@ -102,9 +135,12 @@ def test_an_honest_fix_is_left_alone_with_no_finding(sandbox: Any) -> None:
 
 def test_git_config_that_runs_code_is_reset_before_collect(sandbox: Any) -> None:
     dtype, env, task = sandbox
-    sh(env, "git config filter.evil.clean 'touch /tmp/ran-clean; cat'; git config diff.external /bin/false; "
-            "git config user.email me@example.com; echo '*.py filter=evil' > .gitattributes; "
-            "printf 'def add(a, b):\\n    return a + b\\n' > calc.py")
+    sh(
+        env,
+        "git config filter.evil.clean 'touch /tmp/ran-clean; cat'; git config diff.external /bin/false; "
+        "git config user.email me@example.com; echo '*.py filter=evil' > .gitattributes; "
+        "printf 'def add(a, b):\\n    return a + b\\n' > calc.py",
+    )
     found = kinds(dtype.secure_repository(env, task))
     assert "filter.evil.clean" in found["git_config"] and "diff.external" in found["git_config"]
     patch = dtype.collect_submission(env, task)
@@ -121,9 +157,12 @@ def test_only_identity_changes_in_git_config_are_no_finding(sandbox: Any) -> Non
 
 def test_collect_sees_changes_a_hostile_index_hides_and_ignores_a_moved_base(sandbox: Any) -> None:
     dtype, env, task = sandbox
-    sh(env, "printf 'def add(a, b):\\n    return a + b\\n' > calc.py && git update-index --skip-worktree calc.py && "
-            "echo new > docs/new.md && git -c user.name=a -c user.email=a@b commit -qam wip --allow-empty && "
-            "git update-ref refs/mimo/base HEAD")
+    sh(
+        env,
+        "printf 'def add(a, b):\\n    return a + b\\n' > calc.py && git update-index --skip-worktree calc.py && "
+        "echo new > docs/new.md && git -c user.name=a -c user.email=a@b commit -qam wip --allow-empty && "
+        "git update-ref refs/mimo/base HEAD",
+    )
     patch = dtype.collect_submission(env, task)
     assert "+    return a + b" in patch and "docs/new.md" in patch
 
@@ -137,14 +176,25 @@ def test_a_replaced_git_folder_is_the_agents_zero(sandbox: Any) -> None:
         dtype.secure_repository(env, task)
 
 
-@pytest.mark.parametrize(("path", "expected"), [
-    ("tests/test_x.py", "test_file"), ("pkg/test_x.py", "test_file"), ("a/b/conftest.py", "conftest"),
-    ("x.pth", "import_hook"), ("lib/sitecustomize.py", "import_hook"), ("pytest.ini", "runner_config"),
-    ("web/jest.config.js", "runner_config"), (".cargo/config.toml", "runner_config"), ("pyproject.toml",
-                                                                                      "runner_sections"),
-    ("src/calc.py", None), ("src/testing/util.py", None), ("tests/__pycache__/x.pyc", None),
-    ("x.egg-info/entry_points.txt", "import_hook"), ("src/app.test.ts", "test_file"),
-])
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("tests/test_x.py", "test_file"),
+        ("pkg/test_x.py", "test_file"),
+        ("a/b/conftest.py", "conftest"),
+        ("x.pth", "import_hook"),
+        ("lib/sitecustomize.py", "import_hook"),
+        ("pytest.ini", "runner_config"),
+        ("web/jest.config.js", "runner_config"),
+        (".cargo/config.toml", "runner_config"),
+        ("pyproject.toml", "runner_sections"),
+        ("src/calc.py", None),
+        ("src/testing/util.py", None),
+        ("tests/__pycache__/x.pyc", None),
+        ("x.egg-info/entry_points.txt", "import_hook"),
+        ("src/app.test.ts", "test_file"),
+    ],
+)
 def test_categories(path: str, expected: str | None) -> None:
     assert category(path) == expected
 

@@ -20,16 +20,22 @@ from mimo_core.grading.reward import MAX_REWARD_BYTES, read_reward, reward_names
 from tests.host_needs import bwrap_missing, in_ci
 
 Factory = Callable[[SandboxSpec], Environment]
-SANDBOXES = [pytest.param("none", id="local"),
-             pytest.param("bwrap", id="bwrap", marks=pytest.mark.skipif(bwrap_missing() and not in_ci(),
-                                                                       reason="bubblewrap is not installed"))]
+SANDBOXES = [
+    pytest.param("none", id="local"),
+    pytest.param(
+        "bwrap",
+        id="bwrap",
+        marks=pytest.mark.skipif(bwrap_missing() and not in_ci(), reason="bubblewrap is not installed"),
+    ),
+]
 
 
 @pytest.fixture(params=SANDBOXES)
 def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
     started: list[Environment] = []
-    config = EnvironmentConfig(environment_class="local", sandbox=request.param,
-                               backend_kwargs={"root": str(tmp_path / "envs")})
+    config = EnvironmentConfig(
+        environment_class="local", sandbox=request.param, backend_kwargs={"root": str(tmp_path / "envs")}
+    )
 
     def make(spec: SandboxSpec) -> Environment:
         env = make_environment(config, spec)
@@ -46,8 +52,10 @@ def factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]
 
 WRONG = "#!/bin/bash\necho wrong\n"
 RIGHT = "#!/bin/bash\necho right\n"
-EVAL = ('mkdir -p /logs/verifier\n'
-        'if [ "$(bash ./answer.sh)" = right ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n')
+EVAL = (
+    "mkdir -p /logs/verifier\n"
+    'if [ "$(bash ./answer.sh)" = right ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
+)
 
 
 def generic_task(tmp_path: Path, eval_script: str = EVAL, **row: object) -> Task:
@@ -55,8 +63,19 @@ def generic_task(tmp_path: Path, eval_script: str = EVAL, **row: object) -> Task
     repo.mkdir(exist_ok=True)
     (repo / "answer.sh").write_text(WRONG)
     path = tmp_path / "tasks.jsonl"
-    path.write_text(json.dumps({"instance_id": "answer", "dataset_type": "generic", "repo_dir": "repo",
-                                "eval_script": eval_script, "problem_statement": "print right", **row}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "instance_id": "answer",
+                "dataset_type": "generic",
+                "repo_dir": "repo",
+                "eval_script": eval_script,
+                "problem_statement": "print right",
+                **row,
+            }
+        )
+        + "\n"
+    )
     return load_tasks(str(path))[0]
 
 
@@ -103,8 +122,9 @@ def test_reward_files_that_disagree_are_zero(tmp_path: Path, factory: Factory) -
 
 def test_a_process_left_by_code_under_test_voids_the_verdict(tmp_path: Path, factory: Factory) -> None:
     """A detached process that rewrites the reward after the verifier wrote it."""
-    forge = WRONG + ('(setsid sh -c \'sleep 5; echo 1 > "$LOGS_DIR/verifier/reward.txt"\' '
-                     '</dev/null >/dev/null 2>&1 &)\n')
+    forge = WRONG + (
+        "(setsid sh -c 'sleep 5; echo 1 > \"$LOGS_DIR/verifier/reward.txt\"' </dev/null >/dev/null 2>&1 &)\n"
+    )
     grade = graded(generic_task(tmp_path), factory, forge)
     assert (grade.reward, grade.passed, grade.infra_error) == (0.0, False, None)
     assert any("outlived the verifier" in d for d in forged_findings(grade)), grade.findings
@@ -128,7 +148,7 @@ def test_a_verifier_killed_before_any_reward_is_a_grading_error(tmp_path: Path, 
 
 def test_a_timed_out_verifier_is_a_grading_error_whatever_it_wrote(tmp_path: Path, factory: Factory) -> None:
     forge = WRONG + 'echo 1 > "$LOGS_DIR/verifier/reward.txt"; sleep 60\n'
-    eval_script = 'mkdir -p /logs/verifier\nbash ./answer.sh\n'
+    eval_script = "mkdir -p /logs/verifier\nbash ./answer.sh\n"
     grade = graded(generic_task(tmp_path, eval_script, eval_timeout=2), factory, forge)
     assert not grade.passed and grade.reward is None
     assert grade.infra_error and "timed out" in grade.infra_error
@@ -136,14 +156,17 @@ def test_a_timed_out_verifier_is_a_grading_error_whatever_it_wrote(tmp_path: Pat
 
 def test_an_oversized_reward_file_is_not_read(tmp_path: Path, factory: Factory) -> None:
     eval_script = EVAL + "# or reward.json\n"
-    forge = WRONG + ('{ printf \'{"reward": 1, "pad": "\'; head -c 200000 /dev/zero | tr "\\0" x; printf \'"}\'; } '
-                     '> "$LOGS_DIR/verifier/reward.json"; echo 1 > "$LOGS_DIR/verifier/reward.txt"\n')
-    grade = graded(generic_task(tmp_path, eval_script + 'exit 0\n'), factory, forge)
+    forge = WRONG + (
+        '{ printf \'{"reward": 1, "pad": "\'; head -c 200000 /dev/zero | tr "\\0" x; printf \'"}\'; } '
+        '> "$LOGS_DIR/verifier/reward.json"; echo 1 > "$LOGS_DIR/verifier/reward.txt"\n'
+    )
+    grade = graded(generic_task(tmp_path, eval_script + "exit 0\n"), factory, forge)
     assert (grade.reward, grade.passed) == (0.0, False)
     assert any("bytes" in d for d in forged_findings(grade)), grade.findings
 
 
 # --- read_reward on its own ---------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def env(factory: Factory) -> Environment:
@@ -193,11 +216,14 @@ def test_reward_file_at_the_cap_is_read_over_it_is_not(env: Environment) -> None
     assert grade.reward == 0.0 and forged_findings(grade)
 
 
-@pytest.mark.parametrize("scripts,names", [
-    (("echo 1 > /logs/verifier/reward.txt",), ("reward.txt",)),
-    (("python3 /tests/grader.py", "open('/logs/verifier/reward.json', 'w')"), ("reward.json",)),
-    (("[ -f reward.json ] || echo -1 > reward.txt",), ("reward.json", "reward.txt")),
-    (("python3 grade.py",), ("reward.json", "reward.txt")),
-])
+@pytest.mark.parametrize(
+    "scripts,names",
+    [
+        (("echo 1 > /logs/verifier/reward.txt",), ("reward.txt",)),
+        (("python3 /tests/grader.py", "open('/logs/verifier/reward.json', 'w')"), ("reward.json",)),
+        (("[ -f reward.json ] || echo -1 > reward.txt",), ("reward.json", "reward.txt")),
+        (("python3 grade.py",), ("reward.json", "reward.txt")),
+    ],
+)
 def test_reward_names_follow_the_verifiers_texts(scripts: tuple[str, ...], names: tuple[str, ...]) -> None:
     assert reward_names(*scripts) == names

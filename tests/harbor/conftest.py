@@ -17,8 +17,10 @@ from mimo_core.run.batch import run_jobs
 from mimo_core.run.plan import RunRequest, plan_run
 from tests.core.conftest import SECRET, base_url
 
-HOOK = ("cd /app && mkdir -p /logs/artifacts && "
-        "git diff --binary $(git rev-list --max-parents=0 HEAD | tail -n 1) HEAD > /logs/artifacts/model.patch")
+HOOK = (
+    "cd /app && mkdir -p /logs/artifacts && "
+    "git diff --binary $(git rev-list --max-parents=0 HEAD | tail -n 1) HEAD > /logs/artifacts/model.patch"
+)
 
 TEST_SH = r"""#!/bin/bash
 # DeepSWE style: apply the collected patch, run the checks, write reward.json and a CTRF report.
@@ -42,8 +44,9 @@ PY
 """
 
 
-def write_harbor_task(root: Path, name: str = "greet-harbor", agent_timeout: float = 600.0,
-                      mode: str = "separate", image: bool = False) -> Path:
+def write_harbor_task(
+    root: Path, name: str = "greet-harbor", agent_timeout: float = 600.0, mode: str = "separate", image: bool = False
+) -> Path:
     """A task folder. Its starting files ship in environment/repo/, so it also runs on the host, unless
     `image`: then it names an image and a Dockerfile only, like a real DeepSWE task."""
     task = root / name
@@ -75,7 +78,8 @@ GREETING = "goodbye"
     if image:  # like DeepSWE's images: the repository at its base commit, made by the Dockerfile
         (task / "environment" / "Dockerfile").write_text(
             "FROM mimo-base:bookworm\nRUN mkdir -p /app && cd /app && echo hello > greeting.txt && git init -q && "
-            "git add -A && git -c user.name=t -c user.email=t@t commit -qm base\nWORKDIR /app\n")
+            "git add -A && git -c user.name=t -c user.email=t@t commit -qm base\nWORKDIR /app\n"
+        )
     else:
         (task / "environment" / "Dockerfile").write_text("FROM mimo-base:bookworm\nCOPY repo /app\nWORKDIR /app\n")
         (task / "environment" / "repo").mkdir()
@@ -83,8 +87,14 @@ GREETING = "goodbye"
     (task / "solution").mkdir()
     (task / "solution" / "solve.sh").write_text('#!/bin/bash\ncd /app && echo "$GREETING" > greeting.txt\n')
     (task / "tests" / "test.sh").write_text(TEST_SH)
-    (task / "tests" / "config.json").write_text(json.dumps({"f2p_node_ids": ["test_greeting.py::test_says_goodbye"],
-                                                           "p2p_node_ids": ["test_greeting.py::test_file_exists"]}))
+    (task / "tests" / "config.json").write_text(
+        json.dumps(
+            {
+                "f2p_node_ids": ["test_greeting.py::test_says_goodbye"],
+                "p2p_node_ids": ["test_greeting.py::test_file_exists"],
+            }
+        )
+    )
     return task
 
 
@@ -98,9 +108,12 @@ def write_harbor_config(folder: Path, name: str = "cfg", **blocks: dict[str, Any
     cfg: dict[str, Any] = {
         "agent": {"type": "default", "step_limit": 20},
         "environment": {"environment_class": "local", "timeout": 30},
-        "model": {"model_name": "scripted-model", "protocol": "chat",
-                  "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "${MIMO_TEST_API_KEY}"},
-                  "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 5}},
+        "model": {
+            "model_name": "scripted-model",
+            "protocol": "chat",
+            "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "${MIMO_TEST_API_KEY}"},
+            "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 5},
+        },
     }
     for key, value in blocks.items():
         cfg[key] = {**cfg.get(key, {}), **value}
@@ -118,8 +131,7 @@ def run_rollout(tmp_path: Path, scripted_llm, monkeypatch):
 
     def run(rows: Path, config: Path, recalc: str | None = None) -> tuple[ResultRecord, Path]:
         out = tmp_path / f"out-{next(counter)}"
-        request = RunRequest(dataset=str(rows), configs=[str(config)], recalc=recalc, output_dir=out,
-                             run_id="run-test")
+        request = RunRequest(dataset=str(rows), configs=[str(config)], recalc=recalc, output_dir=out, run_id="run-test")
         jobs = plan_run(request).jobs
         [record] = run_jobs(jobs)
         return record, out / record.output_dir

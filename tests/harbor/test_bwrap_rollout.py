@@ -17,11 +17,13 @@ def test_cd_app_pwd_ls_in_a_local_bwrap_rollout_lists_the_tasks_files(
     tmp_path: Path, scripted_llm, run_rollout
 ) -> None:
     need_bwrap()
-    scripted_llm.set_responder(turns(
-        call("bash", command="cd /app && pwd && ls"),
-        call("bash", command=f"cd /app && echo goodbye > greeting.txt && {GIT} commit -qam fix"),
-        call("submit"),
-    ))
+    scripted_llm.set_responder(
+        turns(
+            call("bash", command="cd /app && pwd && ls"),
+            call("bash", command=f"cd /app && echo goodbye > greeting.txt && {GIT} commit -qam fix"),
+            call("submit"),
+        )
+    )
     rows = write_rows(tmp_path, write_harbor_task(tmp_path / "tasks"))
     record, rollout = run_rollout(rows, write_harbor_config(tmp_path, environment={"sandbox": "bwrap"}))
     messages = json.loads((rollout / "traj.json").read_text())["messages"]

@@ -12,13 +12,16 @@ from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_
 EDIT = "echo goodbye > greeting.txt"  # relative: /app exists only in a container or bwrap
 GIT = "git -c user.name=agent -c user.email=agent@example.com"
 UNCOMMITTED = turns(call("bash", command=EDIT), call("submit"))
-ON_A_NEW_BRANCH = turns(call("bash", command=f"git checkout -q -b fix && {EDIT} && {GIT} commit -qam fix"),
-                        call("submit"))
+ON_A_NEW_BRANCH = turns(
+    call("bash", command=f"git checkout -q -b fix && {EDIT} && {GIT} commit -qam fix"), call("submit")
+)
 
 
 def _outputs(rollout: Path) -> tuple[dict, dict]:
-    return (json.loads((rollout / "reward_extra_info.json").read_text()),
-            json.loads((rollout / "traj.json").read_text()))
+    return (
+        json.loads((rollout / "reward_extra_info.json").read_text()),
+        json.loads((rollout / "traj.json").read_text()),
+    )
 
 
 def test_uncommitted_work_scores_zero_in_strict_mode_like_the_official_hook(

@@ -23,8 +23,12 @@ def _broken_copy(tmp_path: Path) -> Path:
 
 
 def _convert(src: Path, out: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "scripts/convert_deepswe.py", "--src", str(src), "--out", str(out),
-                           *flags], cwd=REPO, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "scripts/convert_deepswe.py", "--src", str(src), "--out", str(out), *flags],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_converter_reports_the_missing_file_and_marks_the_row(tmp_path: Path) -> None:
@@ -32,7 +36,8 @@ def test_converter_reports_the_missing_file_and_marks_the_row(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines() == [
         "warning: task py-ini-comments: verifier file(s) missing: tests/config.json "
-        "(row marked: grading it is a grading_error)"]
+        "(row marked: grading it is a grading_error)"
+    ]
     rows = {r["instance_id"]: r for r in map(json.loads, (tmp_path / "rows.jsonl").read_text().splitlines())}
     assert rows["py-ini-comments"]["verifier_files_missing"] == ["tests/config.json"]
     assert rows["py-median-even"]["verifier_files_missing"] == []
@@ -49,8 +54,19 @@ def test_a_marked_row_is_a_grading_error_with_the_reason_and_runs_nothing(tmp_pa
     assert _convert(_broken_copy(tmp_path), tmp_path / "rows.jsonl").returncode == 0
     out = tmp_path / "out"
     for args in ([], ["--recalc-input", "gt"]):
-        proc = run_cli(["-c", str(write_harbor_config(tmp_path)), "--dataset", str(tmp_path / "rows.jsonl"),
-                        "-o", str(out), "--redo-existing", *args], scripted_llm)
+        proc = run_cli(
+            [
+                "-c",
+                str(write_harbor_config(tmp_path)),
+                "--dataset",
+                str(tmp_path / "rows.jsonl"),
+                "-o",
+                str(out),
+                "--redo-existing",
+                *args,
+            ],
+            scripted_llm,
+        )
         assert proc.returncode == 0, proc.stderr
         assert "row py-ini-comments: the task's verifier files are missing (tests/config.json)" in proc.stderr
         records = {r.instance_id: r for r in ResultsStore(out).load().values()}
@@ -66,9 +82,10 @@ def test_which_verifier_files_count_as_needed() -> None:
 
     script = "python3 /tests/grader.py --out $TESTS_DIR/out.txt; cd /app && pytest tests/test_x.py /app/tests/y.py"
     assert missing_verifier_files({"test.sh": script, "grader.py": "..."}) == [
-        "tests/config.json", "tests/out.txt"]  # DeepSWE's grader reads config.json beside it
-    assert missing_verifier_files({"test.sh": script, "grader.py": "...", "config.json": "{}",
-                                   "out.txt": ""}) == []
+        "tests/config.json",
+        "tests/out.txt",
+    ]  # DeepSWE's grader reads config.json beside it
+    assert missing_verifier_files({"test.sh": script, "grader.py": "...", "config.json": "{}", "out.txt": ""}) == []
     assert missing_verifier_files({"grader.py": "..."}) == ["tests/config.json", "tests/test.sh"]
 
 
@@ -111,4 +128,5 @@ def test_a_real_reference_beside_the_globs_is_still_checked(tmp_path: Path) -> N
     assert proc.returncode == 0
     assert proc.stderr.splitlines() == [
         "warning: task recursive-delegation: verifier file(s) missing: tests/config.json "
-        "(row marked: grading it is a grading_error)"]
+        "(row marked: grading it is a grading_error)"
+    ]

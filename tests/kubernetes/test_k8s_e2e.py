@@ -43,23 +43,28 @@ def _k8s_config(tmp_path: Path, name: str, **environment) -> Path:
 
 
 def test_swe_k8s_profile_runs_a_rollout_in_a_pod_that_reaches_the_scripted_server(
-        k8s, scripted_llm, tmp_path: Path, monkeypatch) -> None:
+    k8s, scripted_llm, tmp_path: Path, monkeypatch
+) -> None:
     """configs/swe_k8s.yaml as shipped; only its ${VAR}s point at the scripted server and a test namespace."""
     port = scripted_llm.url.rsplit(":", 1)[1].split("/")[0]
     probe = f"cat /proc/1/cmdline | tr '\\0' ' '; echo; exec 3<>/dev/tcp/127.0.0.1/{port} && echo server-reachable"
-    scripted_llm.set_responder(turns(
-        Reply(tool_calls=[("bash", {"command": probe})]),
-        call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
-        call("submit"),
-    ))
+    scripted_llm.set_responder(
+        turns(
+            Reply(tool_calls=[("bash", {"command": probe})]),
+            call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
+            call("submit"),
+        )
+    )
     namespace = f"e2e-{uuid.uuid4().hex[:6]}"
     monkeypatch.setenv("OPENAI_BASE_URL", scripted_llm.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("MIMOAGENT_K8S_NAMESPACE", namespace)
     monkeypatch.setenv("MIMOAGENT_IMAGE_PREFIX", "docker.io/library/")  # the rows' mimo-base:bookworm, fully named
     out = tmp_path / "out"
-    proc = run_cli(["-c", str(REPO / "configs" / "swe_k8s.yaml"), "--dataset", str(_docker_dataset(tmp_path)),
-                    "-o", str(out)], scripted_llm)
+    proc = run_cli(
+        ["-c", str(REPO / "configs" / "swe_k8s.yaml"), "--dataset", str(_docker_dataset(tmp_path)), "-o", str(out)],
+        scripted_llm,
+    )
     assert proc.returncode == 0, proc.stderr
     [record] = ResultsStore(out).load().values()
     assert (record.exit_status, record.passed, record.steps) == ("submitted", True, 3)
@@ -75,20 +80,28 @@ def test_swe_k8s_profile_runs_a_rollout_in_a_pod_that_reaches_the_scripted_serve
 
 def test_recalc_gt_of_the_demo_dataset_passes_on_pods(k8s, scripted_llm, tmp_path: Path) -> None:
     cfg = yaml.safe_load((REPO / "configs" / "demo.yaml").read_text())
-    cfg["environment"] = {"environment_class": "kubernetes", "timeout": 120,
-                          "backend_kwargs": {"fallback_image": "mimo-base:bookworm"}}
+    cfg["environment"] = {
+        "environment_class": "kubernetes",
+        "timeout": 120,
+        "backend_kwargs": {"fallback_image": "mimo-base:bookworm"},
+    }
     cfg_path = tmp_path / "demo_k8s.yaml"
     cfg_path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "demo"
-    proc = run_cli(["-c", str(cfg_path), "--dataset", str(DEMO), "--recalc-input", "gt", "--workers", "4",
-                    "-o", str(out)], scripted_llm, timeout=300)
+    proc = run_cli(
+        ["-c", str(cfg_path), "--dataset", str(DEMO), "--recalc-input", "gt", "--workers", "4", "-o", str(out)],
+        scripted_llm,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     records = ResultsStore(out).load()
     assert len(records) == len(DEMO.read_text().splitlines())
     failed = {k[0]: (r.exit_status, r.reward) for k, r in records.items() if not r.passed}
     assert failed == {}
-    modes = {json.loads((out / r.output_dir / "reward_extra_info.json").read_text()).get("verifier_mode")
-             for r in records.values()}
+    modes = {
+        json.loads((out / r.output_dir / "reward_extra_info.json").read_text()).get("verifier_mode")
+        for r in records.values()
+    }
     assert "separate" in modes
     assert _pods(k8s, "mimoagent.config", "demo_k8s") == []
 
@@ -132,12 +145,30 @@ def test_sigterm_of_a_cli_run_deletes_its_pod_and_records_interrupted(k8s, scrip
     scripted_llm.set_responder(turns(call("bash", command="sleep 60"), call("submit")))
     run_id = f"term-{uuid.uuid4().hex[:6]}"
     out = tmp_path / "out"
-    args = ["-c", str(_k8s_config(tmp_path, "term", timeout=120)), "--dataset", str(_docker_dataset(tmp_path)),
-            "-o", str(out), "--run-id", run_id]
-    env = {**os.environ, "MIMO_TEST_BASE_URL": scripted_llm.openai_base_url, "MIMO_TEST_API_KEY": "sk-x",
-           "MIMOAGENT_OBSERVERS": "0"}
-    runner = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", *args], cwd=REPO, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    args = [
+        "-c",
+        str(_k8s_config(tmp_path, "term", timeout=120)),
+        "--dataset",
+        str(_docker_dataset(tmp_path)),
+        "-o",
+        str(out),
+        "--run-id",
+        run_id,
+    ]
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": scripted_llm.openai_base_url,
+        "MIMO_TEST_API_KEY": "sk-x",
+        "MIMOAGENT_OBSERVERS": "0",
+    }
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (_pods(k8s, "mimoagent.run_id", run_id) and scripted_llm.requests):

@@ -18,8 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pods(k8s, run_id: str) -> list[str]:
-    return [name for (_, name), p in list(k8s.pods.items())
-            if (p["metadata"].get("labels") or {}).get("mimoagent.run_id") == run_id]
+    return [
+        name
+        for (_, name), p in list(k8s.pods.items())
+        if (p["metadata"].get("labels") or {}).get("mimoagent.run_id") == run_id
+    ]
 
 
 def _policies(k8s) -> set[str]:
@@ -46,8 +49,14 @@ def _orphan_policy(run_id: str, pid: int) -> str:
 
 
 def _runner(run_id: str, mode: str, n: int = 1) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "tests.kubernetes.runner_proc", run_id, mode, str(n)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.kubernetes.runner_proc", run_id, mode, str(n)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     line = proc.stdout.readline()
     if mode != "raise":
         assert line.strip() == "READY", proc.stderr.read()
@@ -102,8 +111,9 @@ def test_sigkilled_runner_leftovers_go_with_stale_cleanup_and_the_cleanup_comman
         assert proc.returncode == 2 and "0 pod(s)" in proc.stdout, proc.stdout + proc.stderr  # its runner lives
         assert "left 1 sandbox(es) alone because their run is still going: pod " in proc.stderr
         assert len(_pods(k8s, alive)) == 1
-        proc = subprocess.run([*cmd, "--force"], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                              env={**os.environ})
+        proc = subprocess.run(
+            [*cmd, "--force"], cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ}
+        )
         assert proc.returncode == 0 and "1 pod(s)" in proc.stdout, proc.stdout + proc.stderr
         assert _pods(k8s, alive) == [] and _containers(k8s, alive) == []
     finally:

@@ -15,9 +15,13 @@ from mimo_core.errors import ConfigError, SandboxError
 from testkit.k8s_standin import V4, StandIn
 from tests.docker.test_docker_sandbox import _probe
 
-SCHEDULING = {"node_selector": {"kubernetes.io/os": "linux"}, "service_account": "mimo-sandbox",
-              "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "evals", "effect": "NoSchedule"}],
-              "image_pull_secrets": ["regcred"], "active_deadline_seconds": 3600}
+SCHEDULING = {
+    "node_selector": {"kubernetes.io/os": "linux"},
+    "service_account": "mimo-sandbox",
+    "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "evals", "effect": "NoSchedule"}],
+    "image_pull_secrets": ["regcred"],
+    "active_deadline_seconds": 3600,
+}
 
 
 def test_pod_carries_limits_labels_and_scheduling_and_the_limits_hold_inside(make_k8s_env, k8s) -> None:
@@ -47,8 +51,10 @@ def test_pod_carries_limits_labels_and_scheduling_and_the_limits_hold_inside(mak
 def test_no_network_task_gets_a_deny_all_policy_and_only_loopback(make_k8s_env, k8s) -> None:
     off = make_k8s_env(network=False)
     policy = k8s.policies[(off.namespace, off.pod)]
-    assert policy["spec"] == {"podSelector": {"matchLabels": {"mimoagent.sandbox": off.pod}},
-                              "policyTypes": ["Ingress", "Egress"]}
+    assert policy["spec"] == {
+        "podSelector": {"matchLabels": {"mimoagent.sandbox": off.pod}},
+        "policyTypes": ["Ingress", "Egress"],
+    }
     assert off.execute("ls /sys/class/net").output.split() == ["lo"]
     on = make_k8s_env(network=True)
     assert (on.namespace, on.pod) not in k8s.policies
@@ -107,24 +113,34 @@ def test_an_api_server_that_is_not_there_is_an_environment_error(make_k8s_env, t
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "gone",
-        "clusters": [{"name": "gone", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-        "users": [{"name": "gone", "user": {"token": "t"}}],
-        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "gone"}}]}))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "gone",
+                "clusters": [{"name": "gone", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "gone", "user": {"token": "t"}}],
+                "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "gone"}}],
+            }
+        )
+    )
     env = make_k8s_env(backend_kwargs={"kubeconfig": str(kubeconfig)}, start=False)
     with pytest.raises(SandboxError, match=rf"cannot reach the Kubernetes API server at http://127.0.0.1:{port}"):
         env.start()
     env.stop()
 
 
-@pytest.mark.parametrize(("kwargs", "problem"), [
-    ({"namespace": "Bad_NS"}, "namespace"),
-    ({"image_pull_secrets": ["has space"]}, "image_pull_secrets"),
-    ({"tolerations": [{"key": "a", "operator": "Sometimes"}]}, "tolerations.0.operator"),
-    ({"node_selector": {"pool": "a/b"}}, "node_selector"),
-    ({"nodeSelector": {"pool": "a"}}, "nodeSelector: unknown key"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "problem"),
+    [
+        ({"namespace": "Bad_NS"}, "namespace"),
+        ({"image_pull_secrets": ["has space"]}, "image_pull_secrets"),
+        ({"tolerations": [{"key": "a", "operator": "Sometimes"}]}, "tolerations.0.operator"),
+        ({"node_selector": {"pool": "a/b"}}, "node_selector"),
+        ({"nodeSelector": {"pool": "a"}}, "nodeSelector: unknown key"),
+    ],
+)
 def test_backend_kwargs_are_checked_when_the_config_loads(tmp_path: Path, kwargs, problem) -> None:
     path = tmp_path / "k8s.yaml"
     path.write_text(yaml.safe_dump({"environment": {"environment_class": "kubernetes", "backend_kwargs": kwargs}}))

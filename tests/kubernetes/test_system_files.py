@@ -18,8 +18,15 @@ def test_system_edits_are_put_back_and_reported(make_k8s_env: Any) -> None:
     _agent(env, ATTACK + "\necho '10.9.9.9 pypi.org' >> /etc/hosts\n")
     report, took = _grade(env, KEEP)
     site = env.execute("python3 -c 'import site; print(site.getsitepackages()[0])'").output.strip()
-    for entry in (f"added {site}/zz_forge.pth", "added /usr/local/bin/python3", "added /root/.local",
-                  "changed /etc/passwd", "added /conftest.py", "deleted /etc/debian_version", "changed /usr/share/doc"):
+    for entry in (
+        f"added {site}/zz_forge.pth",
+        "added /usr/local/bin/python3",
+        "added /root/.local",
+        "changed /etc/passwd",
+        "added /conftest.py",
+        "deleted /etc/debian_version",
+        "changed /usr/share/doc",
+    ):
         assert entry in report, (entry, report)
     assert not any("/testbed" in r or "/tmp" in r for r in report), report
     out = env.execute(f"ls {site}/zz_forge.pth /usr/local/bin/python3 /root/.local /conftest.py 2>&1").output

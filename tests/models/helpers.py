@@ -11,16 +11,24 @@ from testkit.scripted_llm import ScriptedLLM
 
 API_KEY = "sk-test-secret-key-123"
 PROTOCOLS = ["chat", "responses", "anthropic"]
-BASH = ToolSchema(name="bash", description="Run a shell command.",
-                  parameters={"type": "object", "properties": {"command": {"type": "string"}},
-                              "required": ["command"]})
+BASH = ToolSchema(
+    name="bash",
+    description="Run a shell command.",
+    parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+)
 
 
-def model_for(server: ScriptedLLM, protocol: str, retry: RetryConfig | None = None,
-              pricing: PricingConfig | None = None, **kwargs: Any):
+def model_for(
+    server: ScriptedLLM,
+    protocol: str,
+    retry: RetryConfig | None = None,
+    pricing: PricingConfig | None = None,
+    **kwargs: Any,
+):
     base_url = server.url if protocol == "anthropic" else server.openai_base_url
     cfg = ModelConfig(
-        model_name="scripted-model", protocol=protocol,
+        model_name="scripted-model",
+        protocol=protocol,
         model_kwargs={"base_url": base_url, "api_key": API_KEY, **kwargs},
         retry=retry or RetryConfig(max_attempts=4, initial_delay=0.01, max_delay=0.05, timeout=5.0),
         pricing=pricing,

@@ -16,8 +16,16 @@ def test_reused_texts_give_the_same_bytes_as_encoding_the_whole_body() -> None:
     enc = BodyEncoder()
     history: list[dict] = []
     for n in range(30):
-        history.append({"role": "user" if n % 2 else "assistant", "content": f"step {n} ✓ \"q\" \\ \n",
-                        "n": n, "f": n / 3, "none": None, "nested": {"a": [1, -0.0, True]}})
+        history.append(
+            {
+                "role": "user" if n % 2 else "assistant",
+                "content": f'step {n} ✓ "q" \\ \n',
+                "n": n,
+                "f": n / 3,
+                "none": None,
+                "nested": {"a": [1, -0.0, True]},
+            }
+        )
         if n == 20:
             history[:] = history[:5] + history[15:]  # trimmed: a new list keeping some of the same objects
         body = {"model": "m", "messages": list(history), "tools": [{"name": "bash"}], "temperature": 0.2}
@@ -31,13 +39,13 @@ def test_the_carried_hash_follows_every_change_before_inside_and_after_the_histo
     history = [{"role": "user", "content": f"m{n} ✓"} for n in range(10)]
     bodies = [
         {"model": "m", "messages": history[:8], "temperature": 0.2},
-        {"model": "m", "messages": history[:9], "temperature": 0.2},   # appended: carried on
-        {"model": "m", "messages": history[:9], "temperature": 0.3},   # a field after the list changed
+        {"model": "m", "messages": history[:9], "temperature": 0.2},  # appended: carried on
+        {"model": "m", "messages": history[:9], "temperature": 0.3},  # a field after the list changed
         {"model": "m2", "messages": history[:10], "temperature": 0.3},  # a field before it changed
-        {"model": "m2", "messages": history[:10]},                      # nothing new in the list
-        {"model": "m2", "messages": [history[0], *history[2:10]]},      # an item dropped from the middle
-        {"model": "m2", "input": history[:10]},                          # another list key
-        {"model": "m2", "messages": history[:3]},                        # no long list at all
+        {"model": "m2", "messages": history[:10]},  # nothing new in the list
+        {"model": "m2", "messages": [history[0], *history[2:10]]},  # an item dropped from the middle
+        {"model": "m2", "input": history[:10]},  # another list key
+        {"model": "m2", "messages": history[:3]},  # no long list at all
         {"model": "m2", "messages": history[:10], "tools": history[:9]},  # two long lists
         {"model": "m2", "messages": history[:10], "tools": history[:10]},
     ]
@@ -102,4 +110,5 @@ def test_wire_lists_follow_the_history_appended_trimmed_and_rebuilt() -> None:
     assert wires.build(trimmed, "chat", convert) == expected(trimmed)
     assert wires.build(history, "chat", convert) == expected(history)
     assert wires.build(history, "responses", lambda m: [convert(m), convert(m)], flatten=True) == [
-        x for m in history for x in (convert(m), convert(m))]
+        x for m in history for x in (convert(m), convert(m))
+    ]

@@ -21,8 +21,9 @@ FAST = RetryConfig(max_attempts=3, initial_delay=0.001, max_delay=0.01, timeout=
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_key_echoed_in_a_401_body_is_scrubbed_from_the_error(scripted_llm, protocol):
-    scripted_llm.inject(401, body={"error": {"message": f"Incorrect API key provided: {API_KEY}.",
-                                             "type": "invalid_api_key"}})
+    scripted_llm.inject(
+        401, body={"error": {"message": f"Incorrect API key provided: {API_KEY}.", "type": "invalid_api_key"}}
+    )
     with pytest.raises(ModelAuthError) as info:
         model_for(scripted_llm, protocol).query(start_messages(), [])
     err = info.value
@@ -38,10 +39,15 @@ def test_a_key_echoed_by_a_failing_server_is_scrubbed_after_retries(scripted_llm
     assert API_KEY not in str(info.value) and API_KEY not in json.dumps(info.value.response)
 
 
-LLAMA_CPP_VALIDATION = {"error": {
-    "message": "1 validation error for CreateChatCompletionRequest\nmessages.2.content\n"
-               "  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]",
-    "type": "internal_server_error", "param": None, "code": None}}
+LLAMA_CPP_VALIDATION = {
+    "error": {
+        "message": "1 validation error for CreateChatCompletionRequest\nmessages.2.content\n"
+        "  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]",
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+}
 
 
 @pytest.mark.parametrize("status", [500, 422, 400])
@@ -60,10 +66,15 @@ def test_a_plain_500_is_still_retried(scripted_llm):
 
 def test_chat_sends_a_string_content_beside_tool_calls(scripted_llm):
     """llama-cpp-python's request models require a string; `null` failed every request after a tool call."""
-    history = [*start_messages(),
-               Message(role="assistant", content=None,
-                       tool_calls=[ToolCall(id="call_1", name="bash", arguments='{"command": "ls"}')]),
-               Message(role="tool", tool_call_id="call_1", name="bash", content="a.txt\n")]
+    history = [
+        *start_messages(),
+        Message(
+            role="assistant",
+            content=None,
+            tool_calls=[ToolCall(id="call_1", name="bash", arguments='{"command": "ls"}')],
+        ),
+        Message(role="tool", tool_call_id="call_1", name="bash", content="a.txt\n"),
+    ]
     model_for(scripted_llm, "chat").query(history, [BASH])
     sent = scripted_llm.requests[0].body["messages"]
     assert sent[2]["content"] == "" and sent[2]["tool_calls"][0]["id"] == "call_1"

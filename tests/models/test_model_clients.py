@@ -12,8 +12,9 @@ from tests.core.conftest import REPO
 
 
 def _python(code: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -35,8 +36,12 @@ def test_the_endpoint_host_comes_from_the_config_without_an_sdk_or_credentials()
         out["sdks"] = sorted(m for m in ("openai", "anthropic", "httpx2", "httpx") if m in sys.modules)
         print(json.dumps(out))
     """)
-    assert got == {"default": "models.example:8443", "claude-code": "models.example:8443",
-                   "codex": "models.example:8443", "sdks": []}
+    assert got == {
+        "default": "models.example:8443",
+        "claude-code": "models.example:8443",
+        "codex": "models.example:8443",
+        "sdks": [],
+    }
 
 
 def test_a_client_is_built_once_per_model_block_and_only_its_sdk_is_imported() -> None:

@@ -29,24 +29,39 @@ def test_tool_call_round_trip_uses_each_protocols_wire_shape(scripted_llm, proto
     assert sent.body == second.request  # the recorded request is exactly what went over the wire
     body = sent.body
     if protocol == "chat":
-        assert body["tools"][0] == {"type": "function", "function": {
-            "name": "bash", "description": BASH.description, "parameters": BASH.parameters}}
+        assert body["tools"][0] == {
+            "type": "function",
+            "function": {"name": "bash", "description": BASH.description, "parameters": BASH.parameters},
+        }
         assert body["messages"][-2]["tool_calls"][0]["id"] == tool_call.id
         assert body["messages"][-1] == {"role": "tool", "tool_call_id": tool_call.id, "content": "a.txt"}
     elif protocol == "responses":
-        assert body["tools"][0] == {"type": "function", "name": "bash", "description": BASH.description,
-                                    "parameters": BASH.parameters}
-        assert body["input"][-2] == {"type": "function_call", "call_id": tool_call.id, "name": "bash",
-                                     "arguments": tool_call.arguments}
+        assert body["tools"][0] == {
+            "type": "function",
+            "name": "bash",
+            "description": BASH.description,
+            "parameters": BASH.parameters,
+        }
+        assert body["input"][-2] == {
+            "type": "function_call",
+            "call_id": tool_call.id,
+            "name": "bash",
+            "arguments": tool_call.arguments,
+        }
         assert body["input"][-1] == {"type": "function_call_output", "call_id": tool_call.id, "output": "a.txt"}
     else:
         assert body["system"] == "You are a test agent."
-        assert body["tools"][0] == {"name": "bash", "description": BASH.description,
-                                    "input_schema": BASH.parameters}
-        assert body["messages"][-2]["content"][-1] == {"type": "tool_use", "id": tool_call.id, "name": "bash",
-                                                        "input": {"command": "ls"}}
-        assert body["messages"][-1] == {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": tool_call.id, "content": "a.txt"}]}
+        assert body["tools"][0] == {"name": "bash", "description": BASH.description, "input_schema": BASH.parameters}
+        assert body["messages"][-2]["content"][-1] == {
+            "type": "tool_use",
+            "id": tool_call.id,
+            "name": "bash",
+            "input": {"command": "ls"},
+        }
+        assert body["messages"][-1] == {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool_call.id, "content": "a.txt"}],
+        }
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -62,8 +77,9 @@ def test_api_key_is_sent_but_never_recorded(scripted_llm, protocol):
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_reasoning_is_kept_and_replayed_on_the_next_turn(scripted_llm, protocol):
-    scripted_llm.set_responder(turns(Reply(tool_calls=[("bash", {"command": "ls"})], reasoning="plan: list"),
-                                     Reply(content="done")))
+    scripted_llm.set_responder(
+        turns(Reply(tool_calls=[("bash", {"command": "ls"})], reasoning="plan: list"), Reply(content="done"))
+    )
     model = model_for(scripted_llm, protocol)
     messages = start_messages()
     first = model.query(messages, [BASH])
@@ -74,7 +90,10 @@ def test_reasoning_is_kept_and_replayed_on_the_next_turn(scripted_llm, protocol)
     body = scripted_llm.requests[1].body
     if protocol == "anthropic":
         assert body["messages"][1]["content"][0] == {
-            "type": "thinking", "thinking": "plan: list", "signature": signature_for("plan: list")}
+            "type": "thinking",
+            "thinking": "plan: list",
+            "signature": signature_for("plan: list"),
+        }
     elif protocol == "responses":
         reasoning = first.message.provider_items[0]
         assert reasoning["type"] == "reasoning" and reasoning["encrypted_content"]
@@ -86,13 +105,16 @@ def test_reasoning_is_kept_and_replayed_on_the_next_turn(scripted_llm, protocol)
 
 def test_anthropic_thinking_with_altered_signature_is_rejected(scripted_llm):
     """Guards the replay test above: the server really checks signatures."""
-    scripted_llm.set_responder(turns(Reply(tool_calls=[("bash", {"command": "ls"})], reasoning="plan"),
-                                     Reply(content="done")))
+    scripted_llm.set_responder(
+        turns(Reply(tool_calls=[("bash", {"command": "ls"})], reasoning="plan"), Reply(content="done"))
+    )
     model = model_for(scripted_llm, "anthropic")
     first = model.query(start_messages(), [BASH])
     first.message.provider_items[0]["signature"] = "forged"
-    messages = start_messages() + [first.message,
-                                   Message(role="tool", tool_call_id=first.message.tool_calls[0].id, content="x")]
+    messages = start_messages() + [
+        first.message,
+        Message(role="tool", tool_call_id=first.message.tool_calls[0].id, content="x"),
+    ]
     with pytest.raises(ModelBadRequestError, match="signature"):
         model.query(messages, [BASH])
 

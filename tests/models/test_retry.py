@@ -23,8 +23,9 @@ from tests.models.helpers import PROTOCOLS, model_for, start_messages
 def test_429_waits_for_retry_after_then_succeeds(scripted_llm, protocol):
     scripted_llm.set_responder(turns(Reply(content="ok")))
     scripted_llm.inject(429, retry_after=0.4)
-    model = model_for(scripted_llm, protocol, retry=RetryConfig(max_attempts=3, initial_delay=0.001,
-                                                               max_delay=5.0, timeout=5.0))
+    model = model_for(
+        scripted_llm, protocol, retry=RetryConfig(max_attempts=3, initial_delay=0.001, max_delay=5.0, timeout=5.0)
+    )
     start = time.perf_counter()
     resp = model.query(start_messages(), [])
     elapsed = time.perf_counter() - start
@@ -35,8 +36,9 @@ def test_429_waits_for_retry_after_then_succeeds(scripted_llm, protocol):
 
 def test_retry_after_ms_header_is_honoured(scripted_llm):
     scripted_llm.inject(429, headers={"retry-after-ms": "300"})
-    model = model_for(scripted_llm, "chat", retry=RetryConfig(max_attempts=2, initial_delay=0.001,
-                                                             max_delay=5.0, timeout=5.0))
+    model = model_for(
+        scripted_llm, "chat", retry=RetryConfig(max_attempts=2, initial_delay=0.001, max_delay=5.0, timeout=5.0)
+    )
     start = time.perf_counter()
     assert model.query(start_messages(), []).attempts == 2
     assert time.perf_counter() - start >= 0.3
@@ -52,8 +54,9 @@ def test_server_errors_are_retried_until_success(scripted_llm, protocol):
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_timeout_is_retried(scripted_llm, protocol):
     scripted_llm.inject(0, delay=1.5)  # hang past the client timeout, then answer (too late)
-    model = model_for(scripted_llm, protocol, retry=RetryConfig(max_attempts=3, initial_delay=0.001,
-                                                               max_delay=0.01, timeout=0.3))
+    model = model_for(
+        scripted_llm, protocol, retry=RetryConfig(max_attempts=3, initial_delay=0.001, max_delay=0.01, timeout=0.3)
+    )
     start = time.perf_counter()
     resp = model.query(start_messages(), [])
     assert resp.attempts == 2
@@ -62,8 +65,9 @@ def test_timeout_is_retried(scripted_llm, protocol):
 
 def test_retries_are_bounded_by_max_attempts(scripted_llm):
     scripted_llm.inject(503, times=10)
-    model = model_for(scripted_llm, "chat", retry=RetryConfig(max_attempts=3, initial_delay=0.001,
-                                                             max_delay=0.01, timeout=5.0))
+    model = model_for(
+        scripted_llm, "chat", retry=RetryConfig(max_attempts=3, initial_delay=0.001, max_delay=0.01, timeout=5.0)
+    )
     with pytest.raises(ModelRetriesExhausted, match="3 attempts"):
         model.query(start_messages(), [])
     assert len(scripted_llm.requests) == 3
@@ -73,8 +77,9 @@ def test_unreachable_endpoint_exhausts_retries():
     server = ScriptedLLM().start()
     url = server.url
     server.stop()
-    model = model_for(_Fixed(url), "chat", retry=RetryConfig(max_attempts=2, initial_delay=0.001,
-                                                                         max_delay=0.01, timeout=2.0))
+    model = model_for(
+        _Fixed(url), "chat", retry=RetryConfig(max_attempts=2, initial_delay=0.001, max_delay=0.01, timeout=2.0)
+    )
     with pytest.raises(ModelRetriesExhausted, match="2 attempts"):
         model.query(start_messages(), [])
 
@@ -87,9 +92,16 @@ class _Fixed:
         self.openai_base_url = url + "/v1"
 
 
-@pytest.mark.parametrize("status,error", [(401, ModelAuthError), (403, ModelAuthError),
-                                          (400, ModelBadRequestError), (404, ModelEndpointError),
-                                          (422, ModelBadRequestError)])
+@pytest.mark.parametrize(
+    "status,error",
+    [
+        (401, ModelAuthError),
+        (403, ModelAuthError),
+        (400, ModelBadRequestError),
+        (404, ModelEndpointError),
+        (422, ModelBadRequestError),
+    ],
+)
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_client_errors_are_not_retried(scripted_llm, protocol, status, error):
     scripted_llm.inject(status, times=5)
@@ -99,12 +111,24 @@ def test_client_errors_are_not_retried(scripted_llm, protocol, status, error):
 
 
 CONTEXT_BODIES = {
-    "chat": {"error": {"message": "This model's maximum context length is 8192 tokens. However, you requested "
-                                  "9000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}},
-    "responses": {"error": {"message": "Your input exceeds the limit.", "type": "invalid_request_error",
-                            "code": "context_length_exceeded"}},
-    "anthropic": {"type": "error", "error": {"type": "invalid_request_error",
-                                             "message": "prompt is too long: 210000 tokens > 200000 maximum"}},
+    "chat": {
+        "error": {
+            "message": "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+    },
+    "responses": {
+        "error": {
+            "message": "Your input exceeds the limit.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+    },
+    "anthropic": {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"},
+    },
 }
 
 

@@ -61,7 +61,9 @@ def test_a_cancel_closes_the_connection_of_a_call_in_flight(protocol: str) -> No
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_time_limit_ends_a_rollout_whose_model_call_never_finishes(
-    tmp_path: Path, protocol: str, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    protocol: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A 60 s request timeout and a server that trickles: `agent.time_limit` (3 s) ends it, as `time_limit`."""
     with SlowServer("trickle", interval=1.0) as server:
@@ -119,8 +121,12 @@ def test_a_call_in_flight_when_the_proxy_stops_is_recorded_with_what_arrived() -
         proxy = RecordingProxy(server.openai_base_url, lambda s, q, r, t: recorded.append(r), timeout=600).start()
         host, port = proxy.address
         conn = http.client.HTTPConnection(host, port, timeout=60)
-        conn.request("POST", "/chat/completions", headers={"Content-Type": "application/json"},
-                     body=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}))
+        conn.request(
+            "POST",
+            "/chat/completions",
+            headers={"Content-Type": "application/json"},
+            body=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}),
+        )
         resp = conn.getresponse()
         resp.read1(64)  # the stream has started
         proxy.stop()

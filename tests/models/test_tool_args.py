@@ -8,8 +8,11 @@ from mimo_core.models.tool_args import tool_choice_for
 from testkit.scripted_llm import call, turns
 from tests.models.helpers import BASH, PROTOCOLS, model_for, start_messages
 
-FORCE_BASH = {"chat": {"type": "function", "function": {"name": "bash"}},
-              "responses": {"type": "function", "name": "bash"}, "anthropic": {"type": "tool", "name": "bash"}}
+FORCE_BASH = {
+    "chat": {"type": "function", "function": {"name": "bash"}},
+    "responses": {"type": "function", "name": "bash"},
+    "anthropic": {"type": "tool", "name": "bash"},
+}
 REQUIRED = {"chat": "required", "responses": "required", "anthropic": {"type": "any"}}
 
 

@@ -15,8 +15,9 @@ PRICES = PricingConfig(input=2.0, output=10.0, cached_input=0.5)
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_usage_and_cost_follow_the_price_table(scripted_llm, protocol):
-    scripted_llm.set_responder(turns(Reply(content="ok", prompt_tokens=1000, completion_tokens=200,
-                                           cached_tokens=400, reasoning_tokens=50)))
+    scripted_llm.set_responder(
+        turns(Reply(content="ok", prompt_tokens=1000, completion_tokens=200, cached_tokens=400, reasoning_tokens=50))
+    )
     resp = model_for(scripted_llm, protocol, pricing=PRICES).query(start_messages(), [])
     assert (resp.usage.prompt_tokens, resp.usage.completion_tokens, resp.usage.cached_tokens) == (1000, 200, 400)
     if protocol != "anthropic":  # the Messages API does not report reasoning tokens separately
@@ -52,9 +53,17 @@ def test_token_ids_are_read_from_token_id_strings_when_no_id_list_is_sent(script
     model = model_for(scripted_llm, "chat", logprobs=True, return_tokens_as_token_ids=True)
     assert isinstance(model, ChatModel)
     resp = model.query(start_messages(), [])
-    data = {"choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop",
-                         "logprobs": {"content": [{"token": "token_id:7", "logprob": -0.5},
-                                                  {"token": "token_id:9", "logprob": -0.25}]}}]}
+    data = {
+        "choices": [
+            {
+                "message": {"role": "assistant", "content": "hi"},
+                "finish_reason": "stop",
+                "logprobs": {
+                    "content": [{"token": "token_id:7", "logprob": -0.5}, {"token": "token_id:9", "logprob": -0.25}]
+                },
+            }
+        ]
+    }
     model.parse(data, resp)
     assert resp.token_ids == [7, 9] and resp.logprobs == [-0.5, -0.25]
 
@@ -73,8 +82,9 @@ def test_raw_response_body_is_kept(scripted_llm):
 def test_missing_api_key_is_an_auth_error_naming_the_model(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ModelAuthError, match="my-model"):
-        make_model(ModelConfig(model_name="my-model", protocol="chat",
-                               model_kwargs={"base_url": "http://127.0.0.1:9/v1"}))
+        make_model(
+            ModelConfig(model_name="my-model", protocol="chat", model_kwargs={"base_url": "http://127.0.0.1:9/v1"})
+        )
 
 
 def test_wire_form_is_cached_per_message_and_not_shared_by_copies() -> None:

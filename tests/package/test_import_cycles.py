@@ -33,5 +33,7 @@ def test_the_cycle_finder_sees_function_level_and_type_checking_imports(tmp_path
     (pkg / "a.py").write_text("def f():\n    from circle_pkg import b\n    return b\n")
     (pkg / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from circle_pkg import a\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert _cycles("circle_pkg") == [["circle_pkg.a", "circle_pkg.b", "circle_pkg.a"],
-                                     ["circle_pkg.b", "circle_pkg.a", "circle_pkg.b"]]
+    assert _cycles("circle_pkg") == [
+        ["circle_pkg.a", "circle_pkg.b", "circle_pkg.a"],
+        ["circle_pkg.b", "circle_pkg.a", "circle_pkg.b"],
+    ]

@@ -20,16 +20,21 @@ KEY = "sk-library-example-7f3a"
 def example() -> str:
     """The first python block after the note that this test runs it."""
     text = DOC.read_text()
-    after_note = text[text.index("test_library_example.py runs the block below"):]
+    after_note = text[text.index("test_library_example.py runs the block below") :]
     return re.search(r"```python\n(.*?)```", after_note, re.S).group(1)
 
 
 def _run(code: str, tmp_path: Path, server: ScriptedLLM) -> subprocess.CompletedProcess:
     (tmp_path / "example.py").write_text(code)
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "OPENAI_BASE_URL": server.openai_base_url,
-           "OPENAI_API_KEY": KEY}
-    return subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "OPENAI_BASE_URL": server.openai_base_url,
+        "OPENAI_API_KEY": KEY,
+    }
+    return subprocess.run(
+        [sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_the_library_example_is_about_twenty_lines_and_composes_the_four_parts() -> None:

@@ -17,8 +17,10 @@ INIT = Path(mimo_core.__file__)
 
 
 def test_importing_the_package_loads_nothing_but_its_version() -> None:
-    code = ("import sys, mimo_core; print(sorted(m for m in sys.modules if m.startswith('mimo_core'))); "
-            "print('pydantic' in sys.modules)")
+    code = (
+        "import sys, mimo_core; print(sorted(m for m in sys.modules if m.startswith('mimo_core'))); "
+        "print('pydantic' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[:2] == ["['mimo_core', 'mimo_core.version']", "False"]
 
@@ -38,8 +40,12 @@ def test_every_public_name_is_its_modules_own_object() -> None:
 def test_the_type_checking_imports_name_the_same_objects() -> None:
     """Editors and type checkers read the `if TYPE_CHECKING:` block; it must say what `__getattr__` gives."""
     block = next(n for n in ast.parse(INIT.read_text()).body if isinstance(n, ast.If))
-    seen = {(alias.asname or alias.name): (node.module, alias.name)
-            for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    seen = {
+        (alias.asname or alias.name): (node.module, alias.name)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
     assert seen == {name: (module, mimo_core._ALIASES.get(name, name)) for name, module in mimo_core._EXPORTS.items()}
 
 
@@ -56,6 +62,8 @@ def test_make_task_validates_the_row_into_its_dataset_type(tmp_path: Path) -> No
     with pytest.raises(DatasetError, match="field problem_statement"):
         mimo_core.make_task({"instance_id": "x"})
     (tmp_path / "repo").mkdir()
-    task = mimo_core.make_task({"instance_id": "x", "problem_statement": "p", "repo_dir": "repo",
-                                "FAIL_TO_PASS": ["t"]}, source=tmp_path / "tasks.jsonl")
+    task = mimo_core.make_task(
+        {"instance_id": "x", "problem_statement": "p", "repo_dir": "repo", "FAIL_TO_PASS": ["t"]},
+        source=tmp_path / "tasks.jsonl",
+    )
     assert task.dataset_type == "opensource-code" and task.resolve("repo") == tmp_path / "repo"

@@ -78,8 +78,9 @@ def test_the_product_imports_on_its_runtime_dependencies_alone(wheel: Path, tmp_
     none of them pulls in the test kit."""
     uv = _uv()
     requirements = tmp_path / "requirements.txt"
-    requirements.write_text(_run(uv, "export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes",
-                                 "--project", str(ROOT)))
+    requirements.write_text(
+        _run(uv, "export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes", "--project", str(ROOT))
+    )
     venv = tmp_path / "venv"
     _run(uv, "venv", "--quiet", "--python", sys.executable, str(venv))
     python = str(venv / "bin" / "python")

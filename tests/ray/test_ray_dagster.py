@@ -30,27 +30,40 @@ def instance(dagster_env, llm, monkeypatch: pytest.MonkeyPatch) -> DagsterInstan
 
 
 def _ran_on_ray(out: Path) -> int:
-    return sum("ran on Ray node" in (out / r.output_dir / "instance.log").read_text()
-               for r in ResultsStore(out).load().values())
+    return sum(
+        "ran on Ray node" in (out / r.output_dir / "instance.log").read_text()
+        for r in ResultsStore(out).load().values()
+    )
 
 
 def test_evaluate_job_runs_on_the_ray_cluster_given_in_run_config(
-    tmp_path: Path, instance: DagsterInstance, ray_test_cluster: RayTestCluster, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    instance: DagsterInstance,
+    ray_test_cluster: RayTestCluster,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for k, v in ray_test_cluster.env.items():
         monkeypatch.setenv(k, v)
     data, good = write_tasks(tmp_path, 3), write_named_config(tmp_path, "good")
     out = tmp_path / "eval"
-    run = {"ops": {"evaluate_op": {"config": {"dataset": str(data), "configs": [str(good)], "workers": 3,
-                                             "output_dir": str(out)}}},
-           "resources": {"batch_runner": {"config": {"runner": "ray", "ray_address": ray_test_cluster.address}}}}
+    run = {
+        "ops": {
+            "evaluate_op": {
+                "config": {"dataset": str(data), "configs": [str(good)], "workers": 3, "output_dir": str(out)}
+            }
+        },
+        "resources": {"batch_runner": {"config": {"runner": "ray", "ray_address": ray_test_cluster.address}}},
+    }
     assert defs.resolve_job_def("evaluate").execute_in_process(instance=instance, run_config=run).success
     assert len(instance.fetch_materializations(GRADED, limit=100).records) == 3
     assert all(r.passed for r in ResultsStore(out).load().values()) and _ran_on_ray(out) == 3
 
 
 def test_cli_ray_run_on_its_own_local_cluster_is_recorded_into_dagster(
-    tmp_path: Path, dagster_env, llm, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    tmp_path: Path,
+    dagster_env,  # noqa: F811
+    llm,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """No --ray-address and no $RAY_ADDRESS: the run starts a local Ray cluster of its own, then stops it."""
     from mimo_assets.instance.home import get_instance
@@ -60,8 +73,11 @@ def test_cli_ray_run_on_its_own_local_cluster_is_recorded_into_dagster(
     out = tmp_path / "out"
     ray_tmp = tempfile.mkdtemp(prefix="mray-", dir="/tmp")  # short: Ray's socket paths must stay < 108 bytes
     try:
-        run_cli(["-c", str(good), "--dataset", str(data), "-o", str(out), "--workers", "2", "--runner", "ray"],
-                llm, {**dagster_env, "RAY_TMPDIR": ray_tmp})
+        run_cli(
+            ["-c", str(good), "--dataset", str(data), "-o", str(out), "--workers", "2", "--runner", "ray"],
+            llm,
+            {**dagster_env, "RAY_TMPDIR": ray_tmp},
+        )
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert _ran_on_ray(out) == 2

@@ -13,15 +13,32 @@ from tests.ray.conftest import ray_args, run_mimo
 
 
 def test_docker_rollouts_run_on_the_node_with_the_engine(
-    tmp_path: Path, ray_test_cluster: RayTestCluster, dockerd, docker_client,
+    tmp_path: Path,
+    ray_test_cluster: RayTestCluster,
+    dockerd,
+    docker_client,
 ) -> None:
     node = ray_test_cluster.add_worker(env={"DOCKER_HOST": dockerd.docker_host}, resources={"docker": 2})
     try:
         env = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
         env.update({**ray_test_cluster.env, "MIMOAGENT_OBSERVERS": "0"})
         out = tmp_path / "out"
-        args = ["-c", str(REPO / "configs/demo_docker.yaml"), "--dataset", str(REPO / "examples/demo.jsonl"),
-                "--recalc-input", "gt", "--slice", "0:2", "--workers", "2", "-o", str(out), "--run-id", "ray-docker"]
+        args = [
+            "-c",
+            str(REPO / "configs/demo_docker.yaml"),
+            "--dataset",
+            str(REPO / "examples/demo.jsonl"),
+            "--recalc-input",
+            "gt",
+            "--slice",
+            "0:2",
+            "--workers",
+            "2",
+            "-o",
+            str(out),
+            "--run-id",
+            "ray-docker",
+        ]
         proc = run_mimo([*args, *ray_args(ray_test_cluster, "--ray-resources", "CPU=1,docker=1")], env)
     finally:
         ray_test_cluster.remove_worker(node)

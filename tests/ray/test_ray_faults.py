@@ -41,7 +41,9 @@ def _lines(out: Path) -> list[str]:
 
 
 def test_a_lost_worker_node_is_retried_elsewhere(
-    tmp_path: Path, ray_test_cluster: RayTestCluster, scripted_llm,
+    tmp_path: Path,
+    ray_test_cluster: RayTestCluster,
+    scripted_llm,
 ) -> None:
     """Six rollouts fill the six CPUs of three worker nodes; one node dies with two of them running: they
     run again on the others, and every rollout is recorded exactly once."""
@@ -93,7 +95,9 @@ def test_driver_sigkill_then_rerun_resumes(tmp_path: Path, ray_test_cluster: Ray
 
 
 def test_sigterm_cancels_the_cluster_tasks_and_removes_their_sandboxes(
-    tmp_path: Path, ray_test_cluster: RayTestCluster, scripted_llm,
+    tmp_path: Path,
+    ray_test_cluster: RayTestCluster,
+    scripted_llm,
 ) -> None:
     scripted_llm.set_responder(turns(call("bash", command="sleep 60"), call("submit")))
     args, out, sandboxes = _setup(tmp_path, n=3)

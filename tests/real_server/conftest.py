@@ -31,20 +31,37 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[llama_server.Lla
         yield server
 
 
-def llama_config(folder: Path, name: str, server: llama_server.LlamaServer, protocol: str = "chat",
-                 model_kwargs: dict[str, Any] | None = None, **agent: Any) -> Path:
+def llama_config(
+    folder: Path,
+    name: str,
+    server: llama_server.LlamaServer,
+    protocol: str = "chat",
+    model_kwargs: dict[str, Any] | None = None,
+    **agent: Any,
+) -> Path:
     """The default agent with only `bash` (it cannot submit, so a rollout runs to its step limit),
     `tool_choice: required` (the form llama.cpp honours), greedy sampling, short replies."""
     cfg = {
-        "agent": {"type": "default", "step_limit": 3, "max_format_errors": 10, "tools": [{"tool": "bash"}],
-                  "system_template": "You are a coding agent working in {{cwd}}. Use the bash tool.",
-                  **agent},
+        "agent": {
+            "type": "default",
+            "step_limit": 3,
+            "max_format_errors": 10,
+            "tools": [{"tool": "bash"}],
+            "system_template": "You are a coding agent working in {{cwd}}. Use the bash tool.",
+            **agent,
+        },
         "environment": {"environment_class": "local", "timeout": 30},
         "model": {
-            "model_name": "smollm2-135m", "protocol": protocol,
-            "model_kwargs": {"base_url": server.openai_base_url, "api_key": "sk-llama-test-key-0042",
-                             "tool_choice": "required", "temperature": 0, "max_output_tokens": MAX_TOKENS,
-                             **(model_kwargs or {})},
+            "model_name": "smollm2-135m",
+            "protocol": protocol,
+            "model_kwargs": {
+                "base_url": server.openai_base_url,
+                "api_key": "sk-llama-test-key-0042",
+                "tool_choice": "required",
+                "temperature": 0,
+                "max_output_tokens": MAX_TOKENS,
+                **(model_kwargs or {}),
+            },
             "retry": {"max_attempts": 2, "initial_delay": 0.1, "max_delay": 0.5, "timeout": 120},
             "return_token_ids": protocol == "chat",
         },

@@ -11,14 +11,21 @@ from tests.cli_agents.conftest import CACHE, run_cli_rollout
 
 # mini-swe-agent's own model settings (litellm's completion kwargs): the form of tool_choice llama.cpp
 # honours, greedy sampling, short replies.
-MINI_ARGS = ["-c", "model.model_kwargs.tool_choice=required", "-c", "model.model_kwargs.temperature=0",
-             "-c", "model.model_kwargs.max_tokens=48"]
+MINI_ARGS = [
+    "-c",
+    "model.model_kwargs.tool_choice=required",
+    "-c",
+    "model.model_kwargs.temperature=0",
+    "-c",
+    "model.model_kwargs.max_tokens=48",
+]
 
 
 def test_mini_swe_agent_runs_steps_against_llama_cpp(llama: LlamaServer, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MIMOAGENT_CACHE_DIR", str(CACHE))
-    record, rollout, traj = run_cli_rollout(tmp_path, llama, "mini-swe-agent", "chat", exit_code=None,
-                                            step_limit=3, cli_args=MINI_ARGS)
+    record, rollout, traj = run_cli_rollout(
+        tmp_path, llama, "mini-swe-agent", "chat", exit_code=None, step_limit=3, cli_args=MINI_ARGS
+    )
     log = (rollout / "instance.log").read_text()
     assert record.exit_status in (ExitStatus.STEP_LIMIT, ExitStatus.SUBMITTED), log[-3000:]
     calls = list(iter_steps(rollout / "agent_msgs"))
@@ -29,7 +36,9 @@ def test_mini_swe_agent_runs_steps_against_llama_cpp(llama: LlamaServer, tmp_pat
 
 
 def test_a_stopped_cli_rollout_is_interrupted_and_its_call_in_flight_recorded(
-    llama: LlamaServer, tmp_path, monkeypatch,
+    llama: LlamaServer,
+    tmp_path,
+    monkeypatch,
 ) -> None:
     """SIGTERM while mini-swe-agent waits on a long reply: `interrupted` (never scored), the call in flight
     in agent_msgs with what had arrived, and a resume plans the rollout again."""
@@ -55,10 +64,21 @@ def test_a_stopped_cli_rollout_is_interrupted_and_its_call_in_flight_recorded(
     args = [a.replace("max_tokens=48", "max_tokens=600") for a in MINI_ARGS]
     cfg = write_cli_config(tmp_path, "mini", "mini-swe-agent", "chat", step_limit=3, cli_args=args)
     out = tmp_path / "out"
-    env = {**os.environ, "MIMO_TEST_BASE_URL": llama.openai_base_url, "MIMO_TEST_API_KEY": "sk-llama-test-key-0042",
-           "MIMOAGENT_OBSERVERS": "0", "MIMOAGENT_CACHE_DIR": str(CACHE)}
-    proc = subprocess.Popen([sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data), "-o",
-                             str(out)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "MIMO_TEST_BASE_URL": llama.openai_base_url,
+        "MIMO_TEST_API_KEY": "sk-llama-test-key-0042",
+        "MIMOAGENT_OBSERVERS": "0",
+        "MIMOAGENT_CACHE_DIR": str(CACHE),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data), "-o", str(out)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while not busy():

@@ -38,8 +38,9 @@ class Rollout:
         return read_trajectory(self.folder / "traj.json")
 
 
-def run_rollout(folder: Path, config: Path, cancel: threading.Event | None = None,
-                problem: str | None = None) -> Rollout:
+def run_rollout(
+    folder: Path, config: Path, cancel: threading.Event | None = None, problem: str | None = None
+) -> Rollout:
     data = write_tasks(folder)
     if problem is not None:
         row = json.loads(data.read_text())
@@ -83,27 +84,31 @@ def test_a_rollout_against_llama_cpp_records_its_token_ids(chat_rollout: Rollout
         assert call.logprobs and len(call.logprobs) == len(call.token_ids)
     # each call's prompt is the previous one's prompt + completion + the new turns: ids are one sequence
     first, second = traj.calls[0], traj.calls[1]
-    assert second.prompt_token_ids[:len(first.prompt_token_ids)] == first.prompt_token_ids
+    assert second.prompt_token_ids[: len(first.prompt_token_ids)] == first.prompt_token_ids
 
 
 def test_the_rl_and_sft_exports_of_a_llama_cpp_run_load_with_datasets(
-    chat_rollout: Rollout, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    chat_rollout: Rollout,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import datasets
 
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     rl = run_export("rl", [chat_rollout.out], tmp_path / "rl")
     assert (rl.rollouts, rl.rows, rl.skipped) == (1, 3, [])
-    ds = datasets.load_dataset("parquet", data_files=str(tmp_path / "rl" / "rl.parquet"), split="train",
-                               cache_dir=str(tmp_path / "hf"))
+    ds = datasets.load_dataset(
+        "parquet", data_files=str(tmp_path / "rl" / "rl.parquet"), split="train", cache_dir=str(tmp_path / "hf")
+    )
     assert len(ds) == 3
     for row, call in zip(ds, chat_rollout.traj.calls, strict=True):
         assert row["completion_token_ids"] == call.token_ids and row["prompt_token_ids"] == call.prompt_token_ids
         assert row["loss_mask"] == [0] * len(call.prompt_token_ids) + [1] * len(call.token_ids)
     sft = run_export("sft", [chat_rollout.out], tmp_path / "sft")
     assert (sft.rollouts, sft.skipped) == (1, [])
-    [row] = datasets.load_dataset("parquet", data_files=str(tmp_path / "sft" / "sft.parquet"), split="train",
-                                  cache_dir=str(tmp_path / "hf2"))
+    [row] = datasets.load_dataset(
+        "parquet", data_files=str(tmp_path / "sft" / "sft.parquet"), split="train", cache_dir=str(tmp_path / "hf2")
+    )
     assert [m["role"] for m in row["messages"]][:3] == ["system", "user", "assistant"]
 
 

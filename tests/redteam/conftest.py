@@ -30,8 +30,10 @@ from tests.redteam.attacks import ATTACKS, Attack, fill
 from tests.redteam.world import World, processes_with
 
 REPO = Path(__file__).resolve().parents[2]
-EVAL = ('mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
-        "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi")
+EVAL = (
+    'mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
+    "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi"
+)
 VERDICT = json.dumps({"scores": [{"index": 1, "score": 1, "reason": "looks done"}]})
 
 
@@ -68,17 +70,24 @@ class Outcome:
 
 def _rows(world: World, backend: str, image: str | None) -> list[dict[str, Any]]:
     rows = []
-    gold = ("diff --git a/solved.txt b/solved.txt\nnew file mode 100644\n--- /dev/null\n+++ b/solved.txt\n"
-            f"@@ -0,0 +1 @@\n+{world.answer}\n")
+    gold = (
+        "diff --git a/solved.txt b/solved.txt\nnew file mode 100644\n--- /dev/null\n+++ b/solved.txt\n"
+        f"@@ -0,0 +1 @@\n+{world.answer}\n"
+    )
     for attack in ATTACKS:
         if backend not in attack.backends:
             continue
-        ask = (f"Write {world.answer} to solved.txt and commit it." if attack.solvable
-               else "Make the verifier pass.")
+        ask = f"Write {world.answer} to solved.txt and commit it." if attack.solvable else "Make the verifier pass."
         row: dict[str, Any] = {
-            "instance_id": attack.name, "dataset_type": "generic", "repo_dir": "repo", "network": False,
-            "problem_statement": f"Red-team case {attack.name}. {ask}", "eval_script": EVAL,
-            "test_files": {"answer.txt": world.answer}, "gold_patch": gold, **attack.row,
+            "instance_id": attack.name,
+            "dataset_type": "generic",
+            "repo_dir": "repo",
+            "network": False,
+            "problem_statement": f"Red-team case {attack.name}. {ask}",
+            "eval_script": EVAL,
+            "test_files": {"answer.txt": world.answer},
+            "gold_patch": gold,
+            **attack.row,
         }
         if image:
             row["image"] = image
@@ -97,8 +106,11 @@ def _responder(world: World, values: dict[str, str]) -> Any:
         user = next((str(m.get("content")) for m in messages if m.get("role") == "user"), "")
         name = user.split("Red-team case ", 1)[-1].split(".", 1)[0]
         attack: Attack | None = by_name.get(name)
-        calls = (attack.judge or []) if attack is not None and "strict reviewer" in system else (
-            attack.calls if attack is not None else [])
+        calls = (
+            (attack.judge or [])
+            if attack is not None and "strict reviewer" in system
+            else (attack.calls if attack is not None else [])
+        )
         n = req.n_assistant_turns
         if n < len(calls):
             tool, args = calls[n]
@@ -109,16 +121,30 @@ def _responder(world: World, values: dict[str, str]) -> Any:
 
 
 def _config(folder: Path, backend: str, extra_env: dict[str, Any]) -> Path:
-    model = {"model_name": "hostile", "protocol": "chat",
-             "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "${MIMO_TEST_API_KEY}",
-                              "max_output_tokens": 64},
-             "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 30}}
-    environment: dict[str, Any] = {"timeout": 30, **extra_env,
-                                   "judge_agent": {"agent": {"type": "judge", "step_limit": 6}, "model": model}}
-    cfg = {"agent": {"type": "default", "step_limit": 6,
-                     "tools": [{"tool": "bash"}, {"tool": "read"}, {"tool": "write"}, {"tool": "edit"},
-                               {"tool": "submit"}]},
-           "environment": environment, "model": model}
+    model = {
+        "model_name": "hostile",
+        "protocol": "chat",
+        "model_kwargs": {
+            "base_url": "${MIMO_TEST_BASE_URL}",
+            "api_key": "${MIMO_TEST_API_KEY}",
+            "max_output_tokens": 64,
+        },
+        "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 30},
+    }
+    environment: dict[str, Any] = {
+        "timeout": 30,
+        **extra_env,
+        "judge_agent": {"agent": {"type": "judge", "step_limit": 6}, "model": model},
+    }
+    cfg = {
+        "agent": {
+            "type": "default",
+            "step_limit": 6,
+            "tools": [{"tool": "bash"}, {"tool": "read"}, {"tool": "write"}, {"tool": "edit"}, {"tool": "submit"}],
+        },
+        "environment": environment,
+        "model": model,
+    }
     path = folder / f"redteam-{backend}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -140,8 +166,16 @@ def _backend_setup(backend: str, folder: Path) -> tuple[dict[str, Any], dict[str
 
         if "pids" not in parent_dirs():  # the fork bomb would run unbounded until the sandbox is killed
             unavailable("no writable pids cgroup for the sandboxes' pids_limit")
-        return {"environment_class": "local", "sandbox": "bwrap",
-                "backend_kwargs": {"root": str(folder / "sandboxes"), "pids_limit": 256}}, {}, None, None
+        return (
+            {
+                "environment_class": "local",
+                "sandbox": "bwrap",
+                "backend_kwargs": {"root": str(folder / "sandboxes"), "pids_limit": 256},
+            },
+            {},
+            None,
+            None,
+        )
     if os.geteuid() != 0:
         unavailable("starting a private dockerd needs root")
     from testkit.dockerd import BASE_IMAGE, use_dockerd
@@ -149,8 +183,12 @@ def _backend_setup(backend: str, folder: Path) -> tuple[dict[str, Any], dict[str
     engine = use_dockerd()
     info = engine.__enter__()
     if backend == "docker":
-        return ({"environment_class": "docker", "backend_kwargs": {"pids_limit": 256}},
-                {"DOCKER_HOST": info.docker_host}, BASE_IMAGE, engine)
+        return (
+            {"environment_class": "docker", "backend_kwargs": {"pids_limit": 256}},
+            {"DOCKER_HOST": info.docker_host},
+            BASE_IMAGE,
+            engine,
+        )
     from testkit.k8s_standin import StandIn
 
     standin = StandIn(info.docker_host, pod_network="bridge")  # pods get networks of their own, as in a cluster
@@ -162,8 +200,12 @@ def _backend_setup(backend: str, folder: Path) -> tuple[dict[str, Any], dict[str
             standin.stop()
             engine.__exit__(None, None, None)
 
-    return ({"environment_class": "kubernetes", "startup_timeout": 120},
-            {"KUBECONFIG": str(kubeconfig), "DOCKER_HOST": info.docker_host}, BASE_IMAGE, _Both())
+    return (
+        {"environment_class": "kubernetes", "startup_timeout": 120},
+        {"KUBECONFIG": str(kubeconfig), "DOCKER_HOST": info.docker_host},
+        BASE_IMAGE,
+        _Both(),
+    )
 
 
 def _leftover_sandboxes(backend: str, run_id: str, folder: Path, proc_env: dict[str, str]) -> list[str]:
@@ -195,16 +237,39 @@ def run_backend(backend: str) -> Outcome:
         cfg = _config(folder, backend, env_block)
         run_id = f"redteam-{backend}-{secrets.token_hex(3)}"
         with ScriptedLLM() as llm:
-            values = world.values(dataset=str(data), outdir=str(out), answer="not-known",
-                                  llm_port=str(llm.address[1]))
+            values = world.values(dataset=str(data), outdir=str(out), answer="not-known", llm_port=str(llm.address[1]))
             values["answer"] = world.answer  # only the solvable case's own prompt gives it
             llm.set_responder(_responder(world, values))
             before = world.listing()
-            env = {**os.environ, **proc_env, "MIMO_TEST_BASE_URL": llm.openai_base_url,
-                   "MIMO_TEST_API_KEY": world.key, "MIMOAGENT_OBSERVERS": "0"}
-            proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data),
-                                   "-o", str(out), "--workers", "3", "--run-id", run_id], cwd=REPO, env=env,
-                                  text=True, capture_output=True, timeout=1500)
+            env = {
+                **os.environ,
+                **proc_env,
+                "MIMO_TEST_BASE_URL": llm.openai_base_url,
+                "MIMO_TEST_API_KEY": world.key,
+                "MIMOAGENT_OBSERVERS": "0",
+            }
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mimo_core.cli",
+                    "-c",
+                    str(cfg),
+                    "--dataset",
+                    str(data),
+                    "-o",
+                    str(out),
+                    "--workers",
+                    "3",
+                    "--run-id",
+                    run_id,
+                ],
+                cwd=REPO,
+                env=env,
+                text=True,
+                capture_output=True,
+                timeout=1500,
+            )
             requests = list(llm.requests)
         records = {}
         results = out / "results.jsonl"
@@ -217,12 +282,21 @@ def run_backend(backend: str) -> Outcome:
             if isinstance(rec, dict) and "instance_id" in rec:
                 records[rec["instance_id"]] = rec
         return Outcome(
-            world=world, backend=backend, returncode=proc.returncode, stderr=proc.stderr[-4000:],
-            records=records, written=_texts(out), sent_to_model="\n".join(r.raw.decode(errors="replace")
-                                                                         for r in requests),
-            requests=requests, before=before, after=world.listing(), leftover_processes=processes_with(world.tag),
-            leftover_sandboxes=_leftover_sandboxes(backend, run_id, folder, proc_env), out=out,
-            results_text=results_text)
+            world=world,
+            backend=backend,
+            returncode=proc.returncode,
+            stderr=proc.stderr[-4000:],
+            records=records,
+            written=_texts(out),
+            sent_to_model="\n".join(r.raw.decode(errors="replace") for r in requests),
+            requests=requests,
+            before=before,
+            after=world.listing(),
+            leftover_processes=processes_with(world.tag),
+            leftover_sandboxes=_leftover_sandboxes(backend, run_id, folder, proc_env),
+            out=out,
+            results_text=results_text,
+        )
     finally:
         if stopper is not None:
             stopper.__exit__(None, None, None)

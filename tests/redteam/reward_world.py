@@ -57,26 +57,34 @@ IMAGE = f"mimo-redteam-pytest:{_VERSIONS}"
 DEMO_PREFIX = "demo--"
 
 _CHECK_MARKER = f"if [ -e .git/gitpwned ] || [ -e /tmp/gitpwned ]; then echo {MARKER}; fi"
-_VERIFY = ("mkdir -p /logs/verifier tests && cp /tests/test_hidden.py tests/test_hidden.py\n"
-           "if python3 -m pytest -q -p no:cacheprovider tests/test_hidden.py tests/test_other.py; then\n"
-           "  echo 1 > /logs/verifier/reward.txt\nelse\n  echo 0 > /logs/verifier/reward.txt\nfi\n"
-           + _CHECK_MARKER + "\n")
-_COLLECT = ("cd /app && mkdir -p /logs/artifacts && git diff --binary $(git rev-list --max-parents=0 HEAD | tail -n 1) "
-            "HEAD > /logs/artifacts/model.patch")
+_VERIFY = (
+    "mkdir -p /logs/verifier tests && cp /tests/test_hidden.py tests/test_hidden.py\n"
+    "if python3 -m pytest -q -p no:cacheprovider tests/test_hidden.py tests/test_other.py; then\n"
+    "  echo 1 > /logs/verifier/reward.txt\nelse\n  echo 0 > /logs/verifier/reward.txt\nfi\n" + _CHECK_MARKER + "\n"
+)
+_COLLECT = (
+    "cd /app && mkdir -p /logs/artifacts && git diff --binary $(git rev-list --max-parents=0 HEAD | tail -n 1) "
+    "HEAD > /logs/artifacts/model.patch"
+)
 
 
 def _new_file_patch(path: str, text: str) -> str:
     lines = text.splitlines()
-    return (f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
-            f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines))
+    return (
+        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
+        f"@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}\n" for line in lines)
+    )
 
 
-GOLD = ("diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
-        "-    return a - b\n+    return a + b\n")
+GOLD = (
+    "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+    "-    return a - b\n+    return a + b\n"
+)
 TEST_PATCH = _new_file_patch(HIDDEN_PATH, HIDDEN)
 
 
 # --- pytest for the sandbox's python3 ----------------------------------------------------------------------
+
 
 def vendored_pytest() -> Path:
     """The checkout's pytest and its dependencies in a folder of their own that the sandbox can see."""
@@ -129,6 +137,7 @@ def pytest_image(docker_host: str, base: str) -> str:
 
 # --- the dataset ---------------------------------------------------------------------------------------------
 
+
 def _write_repo(folder: Path) -> Path:
     repo = folder / "calc-repo"
     for rel, text in REPO_FILES.items():
@@ -143,20 +152,37 @@ def task_rows(folder: Path, image: str | None, backend: str) -> list[dict[str, A
     rows = []
     for row_id, (case, kind) in by_row(backend).items():
         row: dict[str, Any] = {
-            "instance_id": row_id, "repo_dir": str(repo), "network": False, "env": env, "gold_patch": GOLD,
+            "instance_id": row_id,
+            "repo_dir": str(repo),
+            "network": False,
+            "env": env,
+            "gold_patch": GOLD,
             "problem_statement": f"Reward case {row_id}. Make `calc.add` add: tests/test_hidden.py must pass.",
         }
         if kind == GENERIC:
-            row |= {"dataset_type": "generic", "eval_script": _VERIFY, "eval_timeout": 60,
-                    "test_files": {"test_hidden.py": HIDDEN}}
+            row |= {
+                "dataset_type": "generic",
+                "eval_script": _VERIFY,
+                "eval_timeout": 60,
+                "test_files": {"test_hidden.py": HIDDEN},
+            }
         elif kind == OSS:
-            row |= {"dataset_type": "opensource-code", "test_patch": TEST_PATCH, "FAIL_TO_PASS": F2P,
-                    "PASS_TO_PASS": P2P, "test_timeout": 60,
-                    "test_cmd": f"{_CHECK_MARKER}; python3 -m pytest -rA -p no:cacheprovider"}
+            row |= {
+                "dataset_type": "opensource-code",
+                "test_patch": TEST_PATCH,
+                "FAIL_TO_PASS": F2P,
+                "PASS_TO_PASS": P2P,
+                "test_timeout": 60,
+                "test_cmd": f"{_CHECK_MARKER}; python3 -m pytest -rA -p no:cacheprovider",
+            }
         else:
-            row |= {"dataset_type": "deepswe", "verifier_mode": "shared" if kind == SHARED else "separate",
-                    "verifier_timeout_sec": 60, "collect": [{"command": _COLLECT, "timeout_sec": 30}],
-                    "test_files": {"test.sh": "#!/bin/bash\ncd /app\n" + _VERIFY, "test_hidden.py": HIDDEN}}
+            row |= {
+                "dataset_type": "deepswe",
+                "verifier_mode": "shared" if kind == SHARED else "separate",
+                "verifier_timeout_sec": 60,
+                "collect": [{"command": _COLLECT, "timeout_sec": 30}],
+                "test_files": {"test.sh": "#!/bin/bash\ncd /app\n" + _VERIFY, "test_hidden.py": HIDDEN},
+            }
         if image:
             row["image"] = image
         if case.judge is not None:
@@ -208,6 +234,7 @@ def demo_rows(folder: Path) -> tuple[list[dict[str, Any]], dict[str, list[tuple[
 
 # --- the run -------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class RewardOutcome:
     backend: str
@@ -229,8 +256,9 @@ def _case_of(req: Request) -> tuple[str, bool]:
     return user.split("Reward case ", 1)[-1].split(". ", 1)[0], "strict reviewer" in system
 
 
-def _responder(calls: dict[str, list[tuple[str, dict[str, Any]]]],
-               judge_calls: dict[str, list[tuple[str, dict[str, Any]]]]) -> Any:
+def _responder(
+    calls: dict[str, list[tuple[str, dict[str, Any]]]], judge_calls: dict[str, list[tuple[str, dict[str, Any]]]]
+) -> Any:
     def respond(req: Request) -> Reply:
         name, judging = _case_of(req)
         steps = (judge_calls if judging else calls).get(name, [])
@@ -274,14 +302,41 @@ def run_reward_backend(backend: str) -> RewardOutcome:
         cfg_path.write_text(yaml.safe_dump(cfg))
         run_id = f"reward-{backend}-{secrets.token_hex(3)}"
         with ScriptedLLM() as llm:
-            llm.set_responder(_responder(calls, {rid: case.judge for rid, (case, _k) in by_row(backend).items()
-                                                 if case.judge is not None}))
-            env = {**os.environ, **proc_env, "MIMO_TEST_BASE_URL": llm.openai_base_url,
-                   "MIMO_TEST_API_KEY": "sk-reward-" + secrets.token_hex(8), "MIMOAGENT_OBSERVERS": "0"}
+            llm.set_responder(
+                _responder(
+                    calls, {rid: case.judge for rid, (case, _k) in by_row(backend).items() if case.judge is not None}
+                )
+            )
+            env = {
+                **os.environ,
+                **proc_env,
+                "MIMO_TEST_BASE_URL": llm.openai_base_url,
+                "MIMO_TEST_API_KEY": "sk-reward-" + secrets.token_hex(8),
+                "MIMOAGENT_OBSERVERS": "0",
+            }
             t0 = time.monotonic()
-            proc = subprocess.run([sys.executable, "-m", "mimo_core.cli", "-c", str(cfg_path), "--dataset", str(data),
-                                   "-o", str(out), "--workers", "3", "--run-id", run_id], cwd=REPO, env=env,
-                                  text=True, capture_output=True, timeout=1500)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mimo_core.cli",
+                    "-c",
+                    str(cfg_path),
+                    "--dataset",
+                    str(data),
+                    "-o",
+                    str(out),
+                    "--workers",
+                    "3",
+                    "--run-id",
+                    run_id,
+                ],
+                cwd=REPO,
+                env=env,
+                text=True,
+                capture_output=True,
+                timeout=1500,
+            )
             seconds = time.monotonic() - t0
             judge_saw: dict[str, str] = {}
             for req in llm.requests:
@@ -301,9 +356,17 @@ def run_reward_backend(backend: str) -> RewardOutcome:
                 folder_of = out / str(rec.get("output_dir") or "")
                 trajs[rid] = _read_json(folder_of / "traj.json")
                 extra[rid] = _read_json(folder_of / "reward_extra_info.json")
-        return RewardOutcome(backend=backend, returncode=proc.returncode, stderr=proc.stderr[-6000:], seconds=seconds,
-                             records=records, trajectories=trajs, extra=extra, judge_saw=judge_saw,
-                             leftover_sandboxes=_leftover_sandboxes(backend, run_id, folder, proc_env))
+        return RewardOutcome(
+            backend=backend,
+            returncode=proc.returncode,
+            stderr=proc.stderr[-6000:],
+            seconds=seconds,
+            records=records,
+            trajectories=trajs,
+            extra=extra,
+            judge_saw=judge_saw,
+            leftover_sandboxes=_leftover_sandboxes(backend, run_id, folder, proc_env),
+        )
     finally:
         if stopper is not None:
             stopper.__exit__(None, None, None)
@@ -311,4 +374,3 @@ def run_reward_backend(backend: str) -> RewardOutcome:
             print(f"[reward-tamper] kept {folder}", file=sys.stderr)
         else:
             shutil.rmtree(folder, ignore_errors=True)
-

@@ -33,8 +33,10 @@ REPO = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
 RUNNER_CGROUP_BYTES = 400 * MiB
 RUNNER_RSS_BUDGET = 300 * MiB
-EVAL = ('mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
-        "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi")
+EVAL = (
+    'mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
+    "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi"
+)
 SOLVE = ("bash", {"command": "echo {answer} > solved.txt && echo solved"})
 
 
@@ -44,7 +46,6 @@ SOLVE = ("bash", {"command": "echo {answer} > solved.txt && echo solved"})
 # file in the repository makes git's own diff fail: a separate budget, the disk's).
 def _junk(name: str, make: str) -> str:
     return f'mkdir -p junk && f="$HOME/{name}" && {make} && ln -sf "$f" junk/{name} && ls -lL junk/{name}'
-
 
 
 def _bash(command: str) -> tuple[str, dict[str, Any]]:
@@ -57,20 +58,39 @@ def _read(path: str, **lines: int) -> tuple[str, dict[str, Any]]:
 
 # case -> (tool calls before solving, what the model must have been shown, extra row fields)
 HOSTILE: dict[str, tuple[list[tuple[str, dict[str, Any]]], list[str], dict[str, Any]]] = {
-    "huge_file": ([_bash(_junk("big.txt", 'yes abcdefghi | head -c 60M > "$f"')), _read("junk/big.txt")],
-                  [f"[truncated: file is {60 * MiB} bytes, showed {2 * MiB}]"], {}),
-    "one_line": ([_bash(_junk("line.txt", "head -c 50M /dev/zero | tr '\\0' x > \"$f\"")), _read("junk/line.txt")],
-                 [f"[truncated: file is {50 * MiB} bytes, showed {2 * MiB}]", "characters elided"], {}),
-    "sparse_file": ([_bash(_junk("sparse.txt", "printf 'start\\n' > \"$f\" && truncate -s 10G \"$f\"")),
-                     _read("junk/sparse.txt", end_line=1)],
-                    ["junk/sparse.txt looks like a binary file"], {}),  # its first 2 MiB: NULs after a line
-    "devices": ([_read("/dev/zero"), _read("/dev/urandom")],
-                ["/dev/zero looks like a binary file", "/dev/urandom looks like a binary file"], {}),
+    "huge_file": (
+        [_bash(_junk("big.txt", 'yes abcdefghi | head -c 60M > "$f"')), _read("junk/big.txt")],
+        [f"[truncated: file is {60 * MiB} bytes, showed {2 * MiB}]"],
+        {},
+    ),
+    "one_line": (
+        [_bash(_junk("line.txt", "head -c 50M /dev/zero | tr '\\0' x > \"$f\"")), _read("junk/line.txt")],
+        [f"[truncated: file is {50 * MiB} bytes, showed {2 * MiB}]", "characters elided"],
+        {},
+    ),
+    "sparse_file": (
+        [
+            _bash(_junk("sparse.txt", 'printf \'start\\n\' > "$f" && truncate -s 10G "$f"')),
+            _read("junk/sparse.txt", end_line=1),
+        ],
+        ["junk/sparse.txt looks like a binary file"],
+        {},
+    ),  # its first 2 MiB: NULs after a line
+    "devices": (
+        [_read("/dev/zero"), _read("/dev/urandom")],
+        ["/dev/zero looks like a binary file", "/dev/urandom looks like a binary file"],
+        {},
+    ),
     "stdout_flood": ([_bash("yes out-flood | head -c 400M; echo done")], ["characters elided"], {}),
     "stderr_flood": ([_bash("yes err-flood | head -c 400M >&2; echo done")], ["characters elided"], {}),
-    "verifier_log_flood": ([_bash("echo hello")], [],
-                           {"eval_script": "mkdir -p /logs/verifier; head -c 300M /dev/zero | tr '\\0' v > "
-                                           "/logs/verifier/huge.log; " + EVAL}),
+    "verifier_log_flood": (
+        [_bash("echo hello")],
+        [],
+        {
+            "eval_script": "mkdir -p /logs/verifier; head -c 300M /dev/zero | tr '\\0' v > "
+            "/logs/verifier/huge.log; " + EVAL
+        },
+    ),
 }
 HONEST = [f"honest_{n}" for n in range(len(HOSTILE))]
 
@@ -110,9 +130,18 @@ def _rows(answer: str) -> list[dict[str, Any]]:
     rows = []
     for name in [*HOSTILE, *HONEST]:
         extra = HOSTILE[name][2] if name in HOSTILE else {}
-        rows.append({"instance_id": name, "dataset_type": "generic", "repo_dir": "repo", "network": False,
-                     "problem_statement": f"Budget case {name}. Write {answer} to solved.txt and commit it.",
-                     "eval_script": EVAL, "test_files": {"answer.txt": answer}, **extra})
+        rows.append(
+            {
+                "instance_id": name,
+                "dataset_type": "generic",
+                "repo_dir": "repo",
+                "network": False,
+                "problem_statement": f"Budget case {name}. Write {answer} to solved.txt and commit it.",
+                "eval_script": EVAL,
+                "test_files": {"answer.txt": answer},
+                **extra,
+            }
+        )
     return rows
 
 
@@ -128,22 +157,37 @@ def _responder(answer: str) -> Any:
         n = req.n_assistant_turns
         if n < len(calls):
             tool, args = calls[n]
-            return Reply(tool_calls=[(tool, {k: (v.replace("{answer}", answer) if isinstance(v, str) else v)
-                                             for k, v in args.items()})])
+            return Reply(
+                tool_calls=[
+                    (tool, {k: (v.replace("{answer}", answer) if isinstance(v, str) else v) for k, v in args.items()})
+                ]
+            )
         return Reply(tool_calls=[("submit", {"message": "done"})])
 
     return respond
 
 
 def _config(folder: Path) -> Path:
-    model = {"model_name": "hostile", "protocol": "chat",
-             "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "not-a-real-key-budgets",
-                              "max_output_tokens": 64},
-             "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 60}}
-    cfg = {"agent": {"type": "default", "step_limit": 8, "observation_max_chars": 4000},
-           "environment": {"environment_class": "local", "sandbox": "bwrap", "timeout": 120,
-                           "backend_kwargs": {"root": str(folder / "sandboxes")}},
-           "model": model}
+    model = {
+        "model_name": "hostile",
+        "protocol": "chat",
+        "model_kwargs": {
+            "base_url": "${MIMO_TEST_BASE_URL}",
+            "api_key": "not-a-real-key-budgets",
+            "max_output_tokens": 64,
+        },
+        "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 60},
+    }
+    cfg = {
+        "agent": {"type": "default", "step_limit": 8, "observation_max_chars": 4000},
+        "environment": {
+            "environment_class": "local",
+            "sandbox": "bwrap",
+            "timeout": 120,
+            "backend_kwargs": {"root": str(folder / "sandboxes")},
+        },
+        "model": model,
+    }
     path = folder / "budgets.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -168,26 +212,50 @@ def budget_run() -> Any:
             started = time.monotonic()
             with open(folder / "stdout", "wb") as so, open(folder / "stderr", "wb") as se:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data), "-o", str(out),
-                     "--workers", "4", "--run-id", f"budgets-{secrets.token_hex(3)}"],
-                    cwd=REPO, env=env, stdout=so, stderr=se,
-                    preexec_fn=lambda: Path(procs).write_text(str(os.getpid())))
+                    [
+                        sys.executable,
+                        "-m",
+                        "mimo_core.cli",
+                        "-c",
+                        str(cfg),
+                        "--dataset",
+                        str(data),
+                        "-o",
+                        str(out),
+                        "--workers",
+                        "4",
+                        "--run-id",
+                        f"budgets-{secrets.token_hex(3)}",
+                    ],
+                    cwd=REPO,
+                    env=env,
+                    stdout=so,
+                    stderr=se,
+                    preexec_fn=lambda: Path(procs).write_text(str(os.getpid())),
+                )
             returncode, peak_rss = wait_with_peak_rss(proc, timeout=1500)
             seconds = time.monotonic() - started
             requests = list(llm.requests)
         stderr = (folder / "stderr").read_bytes()
         results = out / "results.jsonl"
         records = {}
-        for line in (results.read_text().splitlines() if results.exists() else []):
+        for line in results.read_text().splitlines() if results.exists() else []:
             rec = json.loads(line)
             records[rec["instance_id"]] = rec
         shown: dict[str, str] = {}
         for r in requests:
             text = "\n".join(str(m.get("content")) for m in r.body.get("messages") or [] if m.get("role") == "tool")
             shown[_case(r)] = shown.get(_case(r), "") + text
-        yield {"returncode": returncode, "stderr": stderr.decode(errors="replace")[-4000:],
-               "records": records, "shown": shown, "peak_rss": peak_rss, "seconds": seconds, "out": out,
-               "v2": v2}
+        yield {
+            "returncode": returncode,
+            "stderr": stderr.decode(errors="replace")[-4000:],
+            "records": records,
+            "shown": shown,
+            "peak_rss": peak_rss,
+            "seconds": seconds,
+            "out": out,
+            "v2": v2,
+        }
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         _remove_cgroup(cgroup)

@@ -37,22 +37,31 @@ MiB = 1 << 20
 MEMORY_MB, STORAGE_MB, WORKERS = 256, 200, 4
 RUNNER_CGROUP_BYTES = (WORKERS * MEMORY_MB + 400) * MiB  # the sandboxes' cgroups count in it
 RUNNER_RSS_BUDGET = 300 * MiB
-EVAL = ('mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
-        "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi")
+EVAL = (
+    'mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
+    "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi"
+)
 SOLVE = "echo {answer} > solved.txt && echo solved"
 
 # case -> (the attack, the budget it must be ended for: memory | disk | None for "costs neither")
 HOSTILE: dict[str, tuple[str, str | None]] = {
-    "fork_allocate": ("for i in $(seq 12); do (head -c 100M /dev/zero | tail -c 100M > /dev/null) & done; wait; "
-                      "echo forked", "memory"),
+    "fork_allocate": (
+        "for i in $(seq 12); do (head -c 100M /dev/zero | tail -c 100M > /dev/null) & done; wait; echo forked",
+        "memory",
+    ),
     "tmp_fill": ("head -c 400M /dev/zero > /tmp/fill; echo rc=$?", "memory"),
     "shm_fill": ("head -c 400M /dev/zero > /dev/shm/fill; echo rc=$?", "memory"),
     "disk_one_file": ("head -c 300M /dev/zero > big.bin; echo rc=$?", "disk"),
-    "disk_sparse_filled": ('f="$HOME/sparse" && truncate -s 20G "$f" && for o in $(seq 0 299); do '
-                           'dd if=/dev/zero of="$f" bs=1M count=1 seek=$((o * 50)) conv=notrunc status=none; done; '
-                           'ls -ls "$f"', "disk"),
-    "disk_many_small": ('mkdir -p "$HOME/many" && for i in $(seq 50000); do echo x > "$HOME/many/$i"; done; echo made',
-                        "disk"),
+    "disk_sparse_filled": (
+        'f="$HOME/sparse" && truncate -s 20G "$f" && for o in $(seq 0 299); do '
+        'dd if=/dev/zero of="$f" bs=1M count=1 seek=$((o * 50)) conv=notrunc status=none; done; '
+        'ls -ls "$f"',
+        "disk",
+    ),
+    "disk_many_small": (
+        'mkdir -p "$HOME/many" && for i in $(seq 50000); do echo x > "$HOME/many/$i"; done; echo made',
+        "disk",
+    ),
     "output_flood": ("yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 3G; echo done", None),
 }
 HONEST = [f"honest_{n}" for n in range(4)]
@@ -113,21 +122,46 @@ def run() -> Any:
         (folder / "repo").mkdir()
         (folder / "repo" / "README.md").write_text("A task.\n")
         answer = secrets.token_hex(6)
-        rows = [{"instance_id": name, "dataset_type": "generic", "repo_dir": "repo", "network": False,
-                 "memory_mb": MEMORY_MB, "storage_mb": STORAGE_MB, "eval_script": EVAL,
-                 "problem_statement": f"Budget case {name}. Write {answer} to solved.txt.",
-                 "test_files": {"answer.txt": answer}} for name in [*HOSTILE, *HONEST]]
+        rows = [
+            {
+                "instance_id": name,
+                "dataset_type": "generic",
+                "repo_dir": "repo",
+                "network": False,
+                "memory_mb": MEMORY_MB,
+                "storage_mb": STORAGE_MB,
+                "eval_script": EVAL,
+                "problem_statement": f"Budget case {name}. Write {answer} to solved.txt.",
+                "test_files": {"answer.txt": answer},
+            }
+            for name in [*HOSTILE, *HONEST]
+        ]
         data, out = folder / "tasks.jsonl", folder / "out"
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
         cfg = folder / "budgets.yaml"
-        cfg.write_text(yaml.safe_dump({
-            "agent": {"type": "default", "step_limit": 6, "observation_max_chars": 2000},
-            "environment": {"environment_class": "local", "sandbox": "bwrap", "timeout": 120,
-                            "backend_kwargs": {"root": str(folder / "sandboxes")}},
-            "model": {"model_name": "hostile", "protocol": "chat",
-                      "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "not-a-real-key-sbudgets",
-                                       "max_output_tokens": 64},
-                      "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 60}}}))
+        cfg.write_text(
+            yaml.safe_dump(
+                {
+                    "agent": {"type": "default", "step_limit": 6, "observation_max_chars": 2000},
+                    "environment": {
+                        "environment_class": "local",
+                        "sandbox": "bwrap",
+                        "timeout": 120,
+                        "backend_kwargs": {"root": str(folder / "sandboxes")},
+                    },
+                    "model": {
+                        "model_name": "hostile",
+                        "protocol": "chat",
+                        "model_kwargs": {
+                            "base_url": "${MIMO_TEST_BASE_URL}",
+                            "api_key": "not-a-real-key-sbudgets",
+                            "max_output_tokens": 64,
+                        },
+                        "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 60},
+                    },
+                }
+            )
+        )
         procs = os.path.join(cgroup, "cgroup.procs")
         free_before = shutil.disk_usage(folder).free
         with ScriptedLLM() as llm:
@@ -136,10 +170,27 @@ def run() -> Any:
             started = time.monotonic()
             with open(folder / "stdout", "wb") as so, open(folder / "stderr", "wb") as se:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data), "-o", str(out),
-                     "--workers", str(WORKERS), "--run-id", f"sbudgets-{secrets.token_hex(3)}"],
-                    cwd=REPO, env=env, stdout=so, stderr=se,
-                    preexec_fn=lambda: Path(procs).write_text(str(os.getpid())))
+                    [
+                        sys.executable,
+                        "-m",
+                        "mimo_core.cli",
+                        "-c",
+                        str(cfg),
+                        "--dataset",
+                        str(data),
+                        "-o",
+                        str(out),
+                        "--workers",
+                        str(WORKERS),
+                        "--run-id",
+                        f"sbudgets-{secrets.token_hex(3)}",
+                    ],
+                    cwd=REPO,
+                    env=env,
+                    stdout=so,
+                    stderr=se,
+                    preexec_fn=lambda: Path(procs).write_text(str(os.getpid())),
+                )
             least_free = [free_before]
 
             def watch_disk() -> None:  # the host's disk, as the run goes: the budgets bound what it loses
@@ -154,12 +205,18 @@ def run() -> Any:
             seconds = time.monotonic() - started
         results = out / "results.jsonl"
         records = {}
-        for line in (results.read_text().splitlines() if results.exists() else []):
+        for line in results.read_text().splitlines() if results.exists() else []:
             rec = json.loads(line)
             records[rec["instance_id"]] = rec
-        yield {"returncode": returncode, "records": records, "out": out,
-               "stderr": (folder / "stderr").read_bytes().decode(errors="replace")[-4000:],
-               "peak_rss": peak_rss, "seconds": seconds, "disk_used": free_before - least_free[0]}
+        yield {
+            "returncode": returncode,
+            "records": records,
+            "out": out,
+            "stderr": (folder / "stderr").read_bytes().decode(errors="replace")[-4000:],
+            "peak_rss": peak_rss,
+            "seconds": seconds,
+            "disk_used": free_before - least_free[0],
+        }
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         _remove_cgroup(cgroup)
@@ -168,8 +225,10 @@ def run() -> Any:
 def test_the_runner_survives_and_records_every_row(run: dict[str, Any]) -> None:
     assert run["returncode"] == 0, run["stderr"]
     assert sorted(run["records"]) == sorted([*HOSTILE, *HONEST]), run["stderr"]
-    print(f"runner peak RSS {run['peak_rss'] / MiB:.0f} MB, host disk used at most {run['disk_used'] / MiB:.0f} MB, "
-          f"{run['seconds']:.0f} s")
+    print(
+        f"runner peak RSS {run['peak_rss'] / MiB:.0f} MB, host disk used at most {run['disk_used'] / MiB:.0f} MB, "
+        f"{run['seconds']:.0f} s"
+    )
     assert run["peak_rss"] < RUNNER_RSS_BUDGET
 
 

@@ -36,14 +36,17 @@ ROWS = [pytest.param(b, c, k, id=f"{b}-{c.name}-{k}") for b in BACKENDS for c in
 
 def _why(rec: dict, extra: dict) -> str:
     grading = {k: v for k, v in extra.items() if k != "verifier_output_tail"}
-    return (f"status={rec.get('exit_status')} reward={rec.get('reward')} error={rec.get('error')!r} "
-            f"containment={rec.get('containment')} grading={grading} "
-            f"tail={str(extra.get('verifier_output_tail', ''))[-600:]!r}")
+    return (
+        f"status={rec.get('exit_status')} reward={rec.get('reward')} error={rec.get('error')!r} "
+        f"containment={rec.get('containment')} grading={grading} "
+        f"tail={str(extra.get('verifier_output_tail', ''))[-600:]!r}"
+    )
 
 
 @pytest.mark.parametrize(("backend", "case", "kind"), ROWS)
-def test_reward_tampering_gets_the_honest_reward_and_is_recorded(reward_run: RewardOutcome, backend: str,
-                                                                 case: Case, kind: str) -> None:
+def test_reward_tampering_gets_the_honest_reward_and_is_recorded(
+    reward_run: RewardOutcome, backend: str, case: Case, kind: str
+) -> None:
     assert reward_run.returncode == 0, reward_run.stderr
     rid = f"{case.name}--{kind}"
     rec = reward_run.records.get(rid)
@@ -80,10 +83,18 @@ def test_reference_solutions_through_the_tools_are_not_flagged(reward_run: Rewar
     written with the file tools and committed, must score 1 with no tamper event."""
     demo = {rid: rec for rid, rec in reward_run.records.items() if rid.startswith(DEMO_PREFIX)}
     assert len(demo) == len(DEMO.read_text().splitlines()), sorted(demo)
-    controls = {rid: rec for rid, rec in reward_run.records.items()
-                if any(rid.startswith(c.name + "--") for c in CASES if c.honest)}
-    flagged = {rid: _why(rec, reward_run.extra.get(rid, {})) for rid, rec in {**demo, **controls}.items()
-               if rec["reward"] != 1.0 or set(rec.get("containment") or {}) & TAMPER_KINDS}
-    print(f"\n[reward-tamper] false positives: {len(flagged)} of {len(demo) + len(controls)} reference/honest "
-          f"solutions ({len(demo)} demo tasks, {len(controls)} honest controls)")
+    controls = {
+        rid: rec
+        for rid, rec in reward_run.records.items()
+        if any(rid.startswith(c.name + "--") for c in CASES if c.honest)
+    }
+    flagged = {
+        rid: _why(rec, reward_run.extra.get(rid, {}))
+        for rid, rec in {**demo, **controls}.items()
+        if rec["reward"] != 1.0 or set(rec.get("containment") or {}) & TAMPER_KINDS
+    }
+    print(
+        f"\n[reward-tamper] false positives: {len(flagged)} of {len(demo) + len(controls)} reference/honest "
+        f"solutions ({len(demo)} demo tasks, {len(controls)} honest controls)"
+    )
     assert flagged == {}

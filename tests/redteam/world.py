@@ -80,21 +80,36 @@ class World:
         abs_sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         abs_sock.bind("\0" + abstract_name)
         abstract = CountingServer(abs_sock)
-        return cls(folder=folder, canary=canary, canary_text=text, key=f"sk-redteam-{secrets.token_hex(16)}",
-                   tag=f"rt{secrets.token_hex(4)}", tcp=tcp, unix=unix, abstract=abstract,
-                   abstract_name=abstract_name, answer=f"ANSWER-{secrets.token_hex(10)}",
-                   servers=[tcp, unix, abstract])
+        return cls(
+            folder=folder,
+            canary=canary,
+            canary_text=text,
+            key=f"sk-redteam-{secrets.token_hex(16)}",
+            tag=f"rt{secrets.token_hex(4)}",
+            tcp=tcp,
+            unix=unix,
+            abstract=abstract,
+            abstract_name=abstract_name,
+            answer=f"ANSWER-{secrets.token_hex(10)}",
+            servers=[tcp, unix, abstract],
+        )
 
     def values(self, **extra: str) -> dict[str, str]:
         """What attack templates may name."""
         return {
-            "canary": str(self.canary), "canary_dir": str(self.folder), "tag": self.tag,
-            "tcp_port": str(self.tcp.sock.getsockname()[1]), "unix_sock": str(self.folder / "host.sock"),
-            "abstract": self.abstract_name, "key": self.key,
+            "canary": str(self.canary),
+            "canary_dir": str(self.folder),
+            "tag": self.tag,
+            "tcp_port": str(self.tcp.sock.getsockname()[1]),
+            "unix_sock": str(self.folder / "host.sock"),
+            "abstract": self.abstract_name,
+            "key": self.key,
             "key_b64": base64.b64encode(self.key.encode()).decode(),
             "key_b64url": base64.urlsafe_b64encode(self.key.encode()).decode().rstrip("="),
             "basic_b64": base64.b64encode(f"agent:{self.key}".encode()).decode(),
-            "key_prefix": self.key[:14], "key_urlenc": quote(self.key + "/+", safe=""), **extra,
+            "key_prefix": self.key[:14],
+            "key_urlenc": quote(self.key + "/+", safe=""),
+            **extra,
         }
 
     def key_variants(self) -> list[str]:
@@ -103,8 +118,10 @@ class World:
 
     def listing(self) -> dict[str, str]:
         """The canary folder's files and their contents: must be the same after the run."""
-        return {p.name: (p.read_text(errors="replace") if p.is_file() else "<special>")
-                for p in sorted(self.folder.iterdir())}
+        return {
+            p.name: (p.read_text(errors="replace") if p.is_file() else "<special>")
+            for p in sorted(self.folder.iterdir())
+        }
 
     def close(self) -> None:
         for s in self.servers:

@@ -20,6 +20,10 @@ def env(make_env: MakeEnv) -> LocalEnvironment:
 
 @pytest.fixture
 def tools() -> dict[str, Tool]:
-    specs = [ToolSpec(tool="bash", config={"timeout": 10}), ToolSpec(tool="read"), ToolSpec(tool="write"),
-             ToolSpec(tool="edit")]
+    specs = [
+        ToolSpec(tool="bash", config={"timeout": 10}),
+        ToolSpec(tool="read"),
+        ToolSpec(tool="write"),
+        ToolSpec(tool="edit"),
+    ]
     return {t.schema.name: t for t in build_tools(specs, default_timeout=None, observation_max_chars=2000)}

@@ -120,8 +120,7 @@ def test_edit_refuses_a_file_over_the_limit_and_a_result_over_it(make_env: MakeE
         with pytest.raises(ToolError, match=re.escape("[truncated: file is 10000 bytes, showed 1000]")):
             EditTool().run({"path": "big.txt", "old_string": "a", "new_string": "b", "replace_all": True}, env)
         with pytest.raises(ToolError, match="would be over 1000 characters"):
-            EditTool().run({"path": "small.txt", "old_string": "a", "new_string": "b" * 200,
-                            "replace_all": True}, env)
+            EditTool().run({"path": "small.txt", "old_string": "a", "new_string": "b" * 200, "replace_all": True}, env)
         EditTool().run({"path": "small.txt", "old_string": "a", "new_string": "bb", "replace_all": True}, env)
     assert Path(env.spec.cwd, "small.txt").read_bytes() == b"bb\n" * 10
     assert Path(env.spec.cwd, "big.txt").read_bytes() == b"a\n" * 5000

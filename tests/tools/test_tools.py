@@ -28,6 +28,7 @@ def sh(tools: dict[str, Tool], env: LocalEnvironment, command: str) -> str:
 
 # -- bash ------------------------------------------------------------------------------------------
 
+
 def test_cd_and_export_persist_across_bash_calls(tools: dict[str, Tool], env: LocalEnvironment) -> None:
     sh(tools, env, "mkdir -p a/b && cd a/b && export GREETING='hello  world' N=1")
     assert sh(tools, env, 'pwd; echo "$GREETING" $N') == f"{env.spec.cwd}/a/b\nhello  world 1\n[exit code: 0]"
@@ -67,8 +68,7 @@ def test_bash_timeout_falls_back_to_the_environment_timeout(make_env: MakeEnv) -
     assert "timed out after 0.2 seconds" in configured.run({"command": "sleep 30"}, env).output
 
 
-def test_long_output_keeps_head_and_tail_and_states_elided_count(tools: dict[str, Tool],
-                                                                env: LocalEnvironment) -> None:
+def test_long_output_keeps_head_and_tail_and_states_elided_count(tools: dict[str, Tool], env: LocalEnvironment) -> None:
     out = sh(tools, env, "seq 1 20000")
     full = "".join(f"{i}\n" for i in range(1, 20001))
     assert out.startswith("1\n2\n3\n") and out.endswith("19999\n20000\n[exit code: 0]")
@@ -102,26 +102,32 @@ def test_judge_bash_keeps_its_own_session(tools: dict[str, Tool], env: LocalEnvi
 
 # -- read / write / edit ---------------------------------------------------------------------------
 
+
 def test_read_shows_numbered_line_ranges(tools: dict[str, Tool], env: LocalEnvironment) -> None:
     Path(env.spec.cwd, "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     out = tools["read"].run({"path": "f.txt", "start_line": 3, "end_line": 4}, env).output
     assert out == "     3\tline 3\n     4\tline 4\n[lines 3-4 of 10]\n"
     whole = tools["read"].run({"path": "/testbed/f.txt"}, env).output
     assert whole.startswith("     1\tline 1\n") and whole.endswith("    10\tline 10\n")
-    assert tools["read"].run({"path": "f.txt", "start_line": 9, "end_line": 50}, env).output.startswith(
-        "     9\tline 9\n    10\tline 10\n")
+    assert (
+        tools["read"]
+        .run({"path": "f.txt", "start_line": 9, "end_line": 50}, env)
+        .output.startswith("     9\tline 9\n    10\tline 10\n")
+    )
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ({"path": "missing.txt"}, "file not found: missing.txt"),
-    ({"path": "."}, "is a directory"),
-    ({"path": "f.txt", "start_line": 5}, "past the end"),
-    ({"path": "f.txt", "start_line": 2, "end_line": 1}, "start_line <= end_line"),
-    ({"path": "f.txt", "start_line": "2"}, "must be of type integer"),
-    ({"file": "f.txt"}, "missing required argument(s) ['path']"),
-])
-def test_read_mistakes_are_tool_errors(tools: dict[str, Tool], env: LocalEnvironment, args: dict,
-                                       message: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"path": "missing.txt"}, "file not found: missing.txt"),
+        ({"path": "."}, "is a directory"),
+        ({"path": "f.txt", "start_line": 5}, "past the end"),
+        ({"path": "f.txt", "start_line": 2, "end_line": 1}, "start_line <= end_line"),
+        ({"path": "f.txt", "start_line": "2"}, "must be of type integer"),
+        ({"file": "f.txt"}, "missing required argument(s) ['path']"),
+    ],
+)
+def test_read_mistakes_are_tool_errors(tools: dict[str, Tool], env: LocalEnvironment, args: dict, message: str) -> None:
     Path(env.spec.cwd, "f.txt").write_text("one\ntwo\n")
     with pytest.raises(ToolError, match=re.escape(message)):
         tools["read"].run(args, env)
@@ -154,15 +160,19 @@ def test_edit_with_no_match_tells_the_model(tools: dict[str, Tool], env: LocalEn
     assert Path(env.spec.cwd, "m.py").read_text() == "a = 1\n"
 
 
-def test_edit_with_two_matches_tells_the_model_and_replace_all_works(tools: dict[str, Tool],
-                                                                     env: LocalEnvironment) -> None:
+def test_edit_with_two_matches_tells_the_model_and_replace_all_works(
+    tools: dict[str, Tool], env: LocalEnvironment
+) -> None:
     target = Path(env.spec.cwd, "m.py")
     target.write_text("x = 0\nx = 0\n")
     with pytest.raises(ToolError, match="matches 2 times in m.py.*replace_all"):
         tools["edit"].run({"path": "m.py", "old_string": "x = 0", "new_string": "x = 1"}, env)
     assert target.read_text() == "x = 0\nx = 0\n"
-    out = tools["edit"].run({"path": "m.py", "old_string": "x = 0", "new_string": "x = 1",
-                             "replace_all": True}, env).output
+    out = (
+        tools["edit"]
+        .run({"path": "m.py", "old_string": "x = 0", "new_string": "x = 1", "replace_all": True}, env)
+        .output
+    )
     assert target.read_text() == "x = 1\nx = 1\n" and "replaced 2 occurrences" in out
 
 
@@ -185,6 +195,7 @@ def test_edit_refuses_empty_or_identical_strings(tools: dict[str, Tool], env: Lo
 
 # -- submit and the registry -----------------------------------------------------------------------
 
+
 def test_submit_ends_the_rollout_with_its_message(env: LocalEnvironment) -> None:
     submit = SubmitTool()
     assert submit.run({}, env).submitted
@@ -195,8 +206,12 @@ def test_submit_ends_the_rollout_with_its_message(env: LocalEnvironment) -> None
 
 
 def test_build_tools_follows_the_seed_config_and_adds_submit() -> None:
-    specs = [ToolSpec(tool="bash", config={"timeout": 300}), ToolSpec(tool="read"), ToolSpec(tool="write"),
-             ToolSpec(tool="edit")]
+    specs = [
+        ToolSpec(tool="bash", config={"timeout": 300}),
+        ToolSpec(tool="read"),
+        ToolSpec(tool="write"),
+        ToolSpec(tool="edit"),
+    ]
     tools = build_tools(specs, default_timeout=60, observation_max_chars=5000)
     assert [t.schema.name for t in tools] == ["bash", "read", "write", "edit", "submit"]
     assert "300 seconds" in tools[0].schema.description
@@ -224,7 +239,6 @@ def test_unknown_tool_or_config_key_is_a_config_error_listing_choices() -> None:
 
 
 def test_max_output_chars_config_overrides_the_agent_limit(env: LocalEnvironment) -> None:
-    bash = build_tools([ToolSpec(tool="bash", config={"max_output_chars": 100})],
-                       observation_max_chars=100000)[0]
+    bash = build_tools([ToolSpec(tool="bash", config={"max_output_chars": 100})], observation_max_chars=100000)[0]
     out = bash.run({"command": "seq 1 1000"}, env).output
     assert "characters elided" in out and len(out) < 200

@@ -25,15 +25,19 @@ def a_fixes_b_loops(req: Request) -> Reply:
     """Model `a`: a long command (cut by the tool), an edit, submit. Model `b`: looks until its step limit."""
     n = req.n_assistant_turns
     if req.body.get("model") == "a":
-        return [Reply(tool_calls=[("bash", {"command": "seq 1 5000"})], reasoning="look first"),
-                call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit")][min(n, 2)]
+        return [
+            Reply(tool_calls=[("bash", {"command": "seq 1 5000"})], reasoning="look first"),
+            call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"),
+            call("submit"),
+        ][min(n, 2)]
     return call("bash", command="cat greeting.txt")
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
     """Every file and folder under `folder` with its size and mtime: equal snapshots = nothing written."""
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")} | {
-        ".": (0, folder.stat().st_mtime_ns)}
+        ".": (0, folder.stat().st_mtime_ns)
+    }
 
 
 @dataclass
@@ -63,16 +67,19 @@ def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Viewer]:
         cfg.write_text(cfg.read_text().replace("scripted-model", name))
     out = work / "out"
     with ScriptedLLM(a_fixes_b_loops) as llm:
-        proc = run_cli(["-c", str(cfg_a), "-c", str(cfg_b), "--paired", "--dataset", str(data), "--workers", "3",
-                        "-o", str(out)], llm)
+        proc = run_cli(
+            ["-c", str(cfg_a), "-c", str(cfg_b), "--paired", "--dataset", str(data), "--workers", "3", "-o", str(out)],
+            llm,
+        )
     assert proc.returncode == 0, proc.stderr
     with open(out / "results.jsonl", "a") as fh:
         fh.write('{"run_id": "torn-by-a-kill", "instance_id": "gre')  # a kill mid-write leaves this
     before = snapshot(out)
     stderr_path = work / "viewer.stderr"
     with serve(out, stderr_path) as (server, url):
-        yield Viewer(out=out, base=url.split("/runs/", 1)[0], url=url, snapshot=before, stderr_path=stderr_path,
-                     proc=server)
+        yield Viewer(
+            out=out, base=url.split("/runs/", 1)[0], url=url, snapshot=before, stderr_path=stderr_path, proc=server
+        )
 
 
 @contextmanager
@@ -80,8 +87,14 @@ def serve(out: Path | list[Path], stderr_path: Path) -> Iterator[tuple[subproces
     """`mimoagent view OUT...` in its own process group; yields it and the URL it printed."""
     folders = [str(p) for p in (out if isinstance(out, list) else [out])]
     with open(stderr_path, "w") as err:
-        server = subprocess.Popen([*Viewer.command(), *folders], cwd=REPO, stdout=subprocess.PIPE, stderr=err,
-                                  text=True, start_new_session=True)
+        server = subprocess.Popen(
+            [*Viewer.command(), *folders],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            start_new_session=True,
+        )
     try:
         line: list[str] = []
         reader = threading.Thread(target=lambda: line.append(server.stdout.readline()), daemon=True)

@@ -54,8 +54,9 @@ def test_a_port_in_use_is_a_one_line_error(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        proc = subprocess.run([*Viewer.command(), str(tmp_path / "out"), "--port", str(port)], capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run(
+            [*Viewer.command(), str(tmp_path / "out"), "--port", str(port)], capture_output=True, text=True, timeout=60
+        )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and f"--port {port}: cannot listen" in proc.stderr
 
 
@@ -94,12 +95,16 @@ def test_a_rollout_page_lists_its_containment_events(tmp_path: Path) -> None:
     traj = json.loads(traj_path.read_text())
     traj["containment_events"] = [
         {"step": 2, "tool": "bash", "kind": "protected_path", "detail": "echo 1 > /logs/verifier/reward.txt"},
-        {"step": None, "tool": None, "kind": "lingering_processes", "detail": "1 process(es) still running"}]
+        {"step": None, "tool": None, "kind": "lingering_processes", "detail": "1 process(es) still running"},
+    ]
     traj_path.write_text(json.dumps(traj))
     store = ResultsStore(out)
     [rec] = store.load().values()
-    store.put(rec.model_copy(update={"containment_attempts": 1,
-                                     "containment": {"protected_path": 1, "lingering_processes": 1}}))
+    store.put(
+        rec.model_copy(
+            update={"containment_attempts": 1, "containment": {"protected_path": 1, "lingering_processes": 1}}
+        )
+    )
     with serve(out, tmp_path / "stderr") as (_, url):
         page = html.unescape(visible_text(get(rollout_url(out, rec.output_dir, base=url.split("/runs/")[0]))))
     assert "1 attempt(s) to leave the sandbox or reach the grade" in page

@@ -35,8 +35,10 @@ def rows(html: str) -> list[str]:
 
 def pick(name: str, value: str) -> str:
     """Choose `value` in the run page's `name` menu, as a person does (its change submits the form)."""
-    return (f"const s = document.querySelector('select[name={name}]'); s.value = {value!r}; "
-            "s.dispatchEvent(new Event('change'));")
+    return (
+        f"const s = document.querySelector('select[name={name}]'); s.value = {value!r}; "
+        "s.dispatchEvent(new Event('change'));"
+    )
 
 
 def click(selector: str) -> str:
@@ -53,7 +55,8 @@ def test_run_page_lists_every_rollout_with_the_summary_per_config(viewer: Viewer
     summary = visible_text(re.search(r'<table class="summary">.*?</table>', html, re.S).group(0))
     assert "pass rate (of graded) pass rate (of attempted)" in summary, summary  # mimo_core.records.rates' names
     assert re.search(r"a 3 3 0 3 3 100\.0% 100\.0% - 3\.0", summary) and re.search(
-        r"b 3 3 0 3 0 0\.0% 0\.0% - 2\.0", summary), summary
+        r"b 3 3 0 3 0 0\.0% 0\.0% - 2\.0", summary
+    ), summary
     print(f"screenshot: {browser.screenshot(ARTIFACTS / 'viewer_run_page.png')}")
 
 
@@ -77,7 +80,8 @@ def test_filters_by_status_config_reward_and_text_change_the_list(viewer: Viewer
 
 
 def test_rollout_page_shows_prompts_tool_calls_with_output_truncation_and_the_diff(
-    viewer: Viewer, browser: Browser,
+    viewer: Viewer,
+    browser: Browser,
 ) -> None:
     browser.load(viewer.url)
     browser.act(click("a[href$='/r/greet-0/a/0']"))
@@ -106,8 +110,9 @@ def test_ab_page_puts_both_configs_side_by_side(viewer: Viewer, browser: Browser
     browser.load(viewer.url + "r/greet-2/b/0")
     browser.act(click("#ab"))  # from config b's rollout: A is b, B the other config
     html = browser.html()
-    arms = re.findall(r'<div class="arm" data-arm="[^"]+:(\w+)">(.*?)</div>\s*</div>\s*(?=<div class="arm"|</div>)',
-                      html, re.S)
+    arms = re.findall(
+        r'<div class="arm" data-arm="[^"]+:(\w+)">(.*?)</div>\s*</div>\s*(?=<div class="arm"|</div>)', html, re.S
+    )
     assert [name for name, _ in arms] == ["b", "a"], html[:3000]
     b, a = (visible_text(body) for _, body in arms)
     assert "submitted" in a and "+goodbye" in a and "edit" in a
@@ -131,8 +136,13 @@ def test_torn_last_line_is_reported_and_the_rest_is_served(viewer: Viewer, brows
 def test_browsing_never_writes_to_the_output_folder(viewer: Viewer, browser: Browser) -> None:
     before = viewer.snapshot
     record = next(iter(ResultsStore(viewer.out).load().values()))
-    for path in ["", f"r/{record.output_dir}", f"files/{record.output_dir}/traj.json",
-                 f"step?r={record.output_dir}&n=1", "?sort=cost&desc=1"]:
+    for path in [
+        "",
+        f"r/{record.output_dir}",
+        f"files/{record.output_dir}/traj.json",
+        f"step?r={record.output_dir}&n=1",
+        "?sort=cost&desc=1",
+    ]:
         browser.load(viewer.url + path)
     browser.load(viewer.base + f"/instance?id={record.instance_id}")
     assert snapshot(viewer.out) == before
@@ -142,9 +152,13 @@ def test_view_refuses_what_is_not_an_output_folder(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     (tmp_path / "a_file").write_text("x")
     (tmp_path / "garbage").mkdir()
-    (tmp_path / "garbage" / "results.jsonl").write_text("not json\n{\"also\": \"not a record\"}\n")
-    cases = {"missing": "no such folder", "a_file": "not a folder", "plain": "not an output folder (no results.jsonl)",
-             "garbage": "none of its 2 line(s) is a results record"}
+    (tmp_path / "garbage" / "results.jsonl").write_text('not json\n{"also": "not a record"}\n')
+    cases = {
+        "missing": "no such folder",
+        "a_file": "not a folder",
+        "plain": "not an output folder (no results.jsonl)",
+        "garbage": "none of its 2 line(s) is a results record",
+    }
     for name, message in cases.items():
         proc = subprocess.run([*Viewer.command(), str(tmp_path / name)], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2, (name, proc.stderr)

@@ -27,15 +27,24 @@ class ClaudeCode(CliSpec):
 
     def command(self, run: CliRun) -> str:
         turns = f" --max-turns {run.step_limit}" if run.step_limit else ""
-        return (f"{run.binary} -p --output-format stream-json --verbose --dangerously-skip-permissions"
-                f" --model {shlex.quote(run.model_name)}{turns} {run.args()} < {shlex.quote(run.prompt_file)}")
+        return (
+            f"{run.binary} -p --output-format stream-json --verbose --dangerously-skip-permissions"
+            f" --model {shlex.quote(run.model_name)}{turns} {run.args()} < {shlex.quote(run.prompt_file)}"
+        )
 
     def env(self, run: CliRun) -> dict[str, str]:
         return {
-            "ANTHROPIC_BASE_URL": run.base_url, "ANTHROPIC_API_KEY": run.api_key, "CLAUDE_CONFIG_DIR": run.state_dir,
-            "IS_SANDBOX": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-            "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
-            "CLAUDE_CODE_MAX_RETRIES": str(run.max_retries), "API_TIMEOUT_MS": str(int(run.request_timeout * 1000)),
+            "ANTHROPIC_BASE_URL": run.base_url,
+            "ANTHROPIC_API_KEY": run.api_key,
+            "CLAUDE_CONFIG_DIR": run.state_dir,
+            "IS_SANDBOX": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
+            "CLAUDE_CODE_MAX_RETRIES": str(run.max_retries),
+            "API_TIMEOUT_MS": str(int(run.request_timeout * 1000)),
         }
 
     def convert(self, stdout: str, files: dict[str, str], run: CliRun) -> Conversation:

@@ -38,15 +38,21 @@ class Codex(CliSpec):
         for key, value in provider.items():
             flags += ["-c", f"model_providers.mimoagent.{key}={json.dumps(value)}"]
         flags += ["-m", run.model_name]
-        return (f"{run.binary} exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check"
-                f" {' '.join(shlex.quote(f) for f in flags)} {run.args()} - < {shlex.quote(run.prompt_file)}")
+        return (
+            f"{run.binary} exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check"
+            f" {' '.join(shlex.quote(f) for f in flags)} {run.args()} - < {shlex.quote(run.prompt_file)}"
+        )
 
     def env(self, run: CliRun) -> dict[str, str]:
         return {KEY_VAR: run.api_key, "CODEX_HOME": run.state_dir, "RUST_LOG": "error", "NO_COLOR": "1"}
 
     def convert(self, stdout: str, files: dict[str, str], run: CliRun) -> Conversation:
-        items = [ev["payload"] for text in files.values() for ev in jsonl(text)
-                 if ev.get("type") == "response_item" and isinstance(ev.get("payload"), dict)]
+        items = [
+            ev["payload"]
+            for text in files.values()
+            for ev in jsonl(text)
+            if ev.get("type") == "response_item" and isinstance(ev.get("payload"), dict)
+        ]
         conv = responses_conversation(items)
         for ev in jsonl(stdout):
             if ev.get("type") in ("turn.failed", "error"):
@@ -64,15 +70,17 @@ def responses_conversation(items: list[dict[str, Any]]) -> Conversation:
     def flush() -> None:
         nonlocal turn
         if turn is not None:
-            conv.messages.append(assistant("".join(turn["text"]), turn["calls"], "".join(turn["reasoning"]),
-                                           turn["items"]))
+            conv.messages.append(
+                assistant("".join(turn["text"]), turn["calls"], "".join(turn["reasoning"]), turn["items"])
+            )
             conv.steps += 1
             turn = None
 
     for item in items:
         kind, role = item.get("type"), item.get("role")
         if kind in ("reasoning", "function_call", "custom_tool_call", "local_shell_call") or (
-                kind == "message" and role == "assistant"):
+            kind == "message" and role == "assistant"
+        ):
             if turn is None:
                 turn = {"text": [], "calls": [], "reasoning": [], "items": []}
             if kind == "reasoning":
@@ -83,14 +91,20 @@ def responses_conversation(items: list[dict[str, Any]]) -> Conversation:
             else:
                 call_id = item.get("call_id") or item.get("id") or ""
                 names[call_id] = item.get("name", kind)
-                args = item.get("arguments") if kind == "function_call" else json.dumps(
-                    {"input": item.get("input")} if kind == "custom_tool_call" else item.get("action", {}))
+                args = (
+                    item.get("arguments")
+                    if kind == "function_call"
+                    else json.dumps(
+                        {"input": item.get("input")} if kind == "custom_tool_call" else item.get("action", {})
+                    )
+                )
                 turn["calls"].append((call_id, item.get("name", kind), args or "{}"))
         elif kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
             flush()
             call_id = item.get("call_id", "")
-            conv.messages.append(Message(role="tool", tool_call_id=call_id, name=names.get(call_id),
-                                         content=text_of(item.get("output"))))
+            conv.messages.append(
+                Message(role="tool", tool_call_id=call_id, name=names.get(call_id), content=text_of(item.get("output")))
+            )
         elif kind == "message" and role == "user" and conv.messages:
             flush()
             conv.messages.append(Message(role="user", content=text_of(item.get("content"))))

@@ -28,18 +28,26 @@ class GeminiCli(CliSpec):
         return f'exec {node} "$D/node_modules/@google/gemini-cli/bundle/gemini.js" "$@"'
 
     def command(self, run: CliRun) -> str:
-        return (f'{run.binary} -p "$(cat {shlex.quote(run.prompt_file)})" --yolo --skip-trust -o stream-json'
-                f" -m {shlex.quote(run.model_name)} {run.args()} < /dev/null")
+        return (
+            f'{run.binary} -p "$(cat {shlex.quote(run.prompt_file)})" --yolo --skip-trust -o stream-json'
+            f" -m {shlex.quote(run.model_name)} {run.args()} < /dev/null"
+        )
 
     def env(self, run: CliRun) -> dict[str, str]:
-        return {"GOOGLE_GEMINI_BASE_URL": run.base_url, "GEMINI_API_KEY": run.api_key,
-                "GEMINI_CLI_HOME": run.state_dir, "GEMINI_TELEMETRY_ENABLED": "false", "NO_COLOR": "1"}
+        return {
+            "GOOGLE_GEMINI_BASE_URL": run.base_url,
+            "GEMINI_API_KEY": run.api_key,
+            "GEMINI_CLI_HOME": run.state_dir,
+            "GEMINI_TELEMETRY_ENABLED": "false",
+            "NO_COLOR": "1",
+        }
 
     def setup_files(self, run: CliRun) -> dict[str, str]:
         settings: dict[str, Any] = {
             "security": {"auth": {"selectedType": "gemini-api-key"}},
             "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-            "telemetry": {"enabled": False}, "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "privacy": {"usageStatisticsEnabled": False},
         }
         if run.step_limit:
             settings["model"] = {"maxSessionTurns": run.step_limit}
@@ -56,10 +64,13 @@ class GeminiCli(CliSpec):
         conv = Conversation()
         for rec in records.values():
             if rec["type"] == "gemini":
-                conv.messages.append(assistant(
-                    text_of(rec.get("content")),
-                    [(c.get("id", ""), c.get("name", ""), c.get("args") or {}) for c in rec.get("toolCalls") or ()],
-                    "".join(t.get("description", "") for t in rec.get("thoughts") or ())))
+                conv.messages.append(
+                    assistant(
+                        text_of(rec.get("content")),
+                        [(c.get("id", ""), c.get("name", ""), c.get("args") or {}) for c in rec.get("toolCalls") or ()],
+                        "".join(t.get("description", "") for t in rec.get("thoughts") or ()),
+                    )
+                )
                 conv.steps += 1
             elif conv.messages:
                 conv.messages.extend(_user(rec.get("content")))
@@ -81,8 +92,14 @@ def _user(content: Any) -> list[Message]:
         if response:
             body = response.get("response") or {}
             result = body.get("output") if "output" in body else body.get("error", body)
-            out.append(Message(role="tool", tool_call_id=response.get("id", ""), name=response.get("name"),
-                               content=result if isinstance(result, str) else json.dumps(result)))
+            out.append(
+                Message(
+                    role="tool",
+                    tool_call_id=response.get("id", ""),
+                    name=response.get("name"),
+                    content=result if isinstance(result, str) else json.dumps(result),
+                )
+            )
         elif isinstance(part, dict) and part.get("text"):
             text.append(part["text"])
     if text:

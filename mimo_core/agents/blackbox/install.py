@@ -67,8 +67,10 @@ def resolve_version(spec: CliSpec, version: str | None, allow_latest: bool) -> s
     """The pinned version to install: the config's, else the adapter's default; `latest` only if allowed."""
     version = (version or spec.default_version).strip()
     if version == "latest" and not allow_latest:
-        raise ConfigError(f"agent.version: 'latest' is refused for {spec.name} (runs would not be reproducible); "
-                          f"pin a version (default {spec.default_version}) or set agent.allow_latest: true")
+        raise ConfigError(
+            f"agent.version: 'latest' is refused for {spec.name} (runs would not be reproducible); "
+            f"pin a version (default {spec.default_version}) or set agent.allow_latest: true"
+        )
     if not version or any(c.isspace() or c in "/\\;&|$`'\"<>" for c in version):
         raise ConfigError(f"agent.version: {version!r} is not a version of {spec.package}")
     return version
@@ -103,8 +105,9 @@ def installed(dest: Path) -> Manifest | None:
         return None
 
 
-def ensure_installed(spec: CliSpec, version: str, install_env: dict[str, str], log=print,
-                     python: str | None = None) -> Path:
+def ensure_installed(
+    spec: CliSpec, version: str, install_env: dict[str, str], log=print, python: str | None = None
+) -> Path:
     """The cache folder of `spec` at `version`, installing it from its registry the first time. `python`
     ("3.11"): a PyPI CLI for that Python of a sandbox rather than for this host's (a venv)."""
     if version == "latest":
@@ -126,9 +129,14 @@ def ensure_installed(spec: CliSpec, version: str, install_env: dict[str, str], l
                 _install_pypi(spec, version, work, installer_env(install_env))
             spec.after_install(work)
             write_launcher(spec, work)
-            manifest = Manifest(cli=spec.name, package=spec.package, version=version, ecosystem=spec.ecosystem,
-                                runtime=f"node-{NODE_VERSION}" if spec.needs_node else (python and f"python{python}"),
-                                arch=node_arch())
+            manifest = Manifest(
+                cli=spec.name,
+                package=spec.package,
+                version=version,
+                ecosystem=spec.ecosystem,
+                runtime=f"node-{NODE_VERSION}" if spec.needs_node else (python and f"python{python}"),
+                arch=node_arch(),
+            )
             (work / "manifest.json").write_text(manifest.model_dump_json(indent=1))
             os.rename(work, dest)
         finally:
@@ -147,16 +155,26 @@ def _run(argv: list[str], env: dict[str, str], spec: CliSpec, version: str, time
     if shutil.which(argv[0]) is None:
         raise SandboxError(f"installing {spec.package}@{version} needs `{argv[0]}` on this host; it is not on PATH")
     try:
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise SandboxError(f"installing {spec.package}@{version}: `{' '.join(argv[:2])}` timed out "
-                           f"after {timeout:.0f}s") from None
+        raise SandboxError(
+            f"installing {spec.package}@{version}: `{' '.join(argv[:2])}` timed out after {timeout:.0f}s"
+        ) from None
     if proc.returncode != 0:
         text = proc.stderr + proc.stdout
         reason = _reason(text)
-        if any(s in text for s in ("ETARGET", "notarget", "No matching version", "No solution found",
-                                   "E404", "404 Not Found", "not found in the package registry")):
+        if any(
+            s in text
+            for s in (
+                "ETARGET",
+                "notarget",
+                "No matching version",
+                "No solution found",
+                "E404",
+                "404 Not Found",
+                "not found in the package registry",
+            )
+        ):
             raise ConfigError(f"agent.version: {spec.package}@{version} does not exist on the registry ({reason})")
         raise SandboxError(f"installing {spec.package}@{version} failed: {reason}")
     return proc.stdout
@@ -172,10 +190,29 @@ def _install_npm(spec: CliSpec, version: str, work: Path, env: dict[str, str]) -
     targets = [f"{spec.package}@{version}"]
     if spec.needs_node:
         targets.append(f"node-linux-{node_arch()}@{NODE_VERSION}")
-    env = {**env, "npm_config_update_notifier": "false", "npm_config_fund": "false", "npm_config_audit": "false",
-           "npm_config_cache": str(cache_root() / "npm-cache")}
-    _run(["npm", "install", "--prefix", str(work), "--no-save", "--no-package-lock", "--omit=dev",
-          "--loglevel=error", *targets], env, spec, version)
+    env = {
+        **env,
+        "npm_config_update_notifier": "false",
+        "npm_config_fund": "false",
+        "npm_config_audit": "false",
+        "npm_config_cache": str(cache_root() / "npm-cache"),
+    }
+    _run(
+        [
+            "npm",
+            "install",
+            "--prefix",
+            str(work),
+            "--no-save",
+            "--no-package-lock",
+            "--omit=dev",
+            "--loglevel=error",
+            *targets,
+        ],
+        env,
+        spec,
+        version,
+    )
     if not (work / "node_modules" / spec.package).is_dir():
         raise SandboxError(f"installing {spec.package}@{version}: npm finished but the package is missing")
 
@@ -185,8 +222,12 @@ def _install_pypi(spec: CliSpec, version: str, work: Path, env: dict[str, str]) 
     venv = work / "venv"
     if uv:
         _run([uv, "venv", "--relocatable", "--python", sys.executable, str(venv)], env, spec, version)
-        _run([uv, "pip", "install", "--python", str(venv / "bin" / "python"), f"{spec.package}=={version}"],
-             env, spec, version)
+        _run(
+            [uv, "pip", "install", "--python", str(venv / "bin" / "python"), f"{spec.package}=={version}"],
+            env,
+            spec,
+            version,
+        )
     else:
         _run([sys.executable, "-m", "venv", str(venv)], env, spec, version)
         _run([str(venv / "bin" / "python"), "-m", "pip", "install", f"{spec.package}=={version}"], env, spec, version)
@@ -198,16 +239,44 @@ def _install_pypi_for(spec: CliSpec, version: str, work: Path, env: dict[str, st
     machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
     target = f"{spec.package}=={version}"
     if shutil.which("uv"):
-        argv = ["uv", "pip", "install", "--target", str(work / "site"), "--python-version", python,
-                "--python-platform", f"{machine}-manylinux_2_28", "--no-build", "--compile-bytecode", target]
+        argv = [
+            "uv",
+            "pip",
+            "install",
+            "--target",
+            str(work / "site"),
+            "--python-version",
+            python,
+            "--python-platform",
+            f"{machine}-manylinux_2_28",
+            "--no-build",
+            "--compile-bytecode",
+            target,
+        ]
     else:
-        argv = [sys.executable, "-m", "pip", "install", "--target", str(work / "site"), "--python-version", python,
-                "--platform", f"manylinux_2_28_{machine}", "--implementation", "cp", "--only-binary=:all:", target]
+        argv = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--target",
+            str(work / "site"),
+            "--python-version",
+            python,
+            "--platform",
+            f"manylinux_2_28_{machine}",
+            "--implementation",
+            "cp",
+            "--only-binary=:all:",
+            target,
+        ]
     try:
         _run(argv, env, spec, version)
     except ConfigError as e:  # the resolver's "no solution" also means "no wheels for that Python"
-        raise ConfigError(f"{spec.package}@{version} cannot be installed for the sandbox's Python {python} "
-                          f"(no such version, or no {machine} wheels for it): {e}") from None
+        raise ConfigError(
+            f"{spec.package}@{version} cannot be installed for the sandbox's Python {python} "
+            f"(no such version, or no {machine} wheels for it): {e}"
+        ) from None
 
 
 def write_launcher(spec: CliSpec, folder: Path) -> None:
@@ -217,4 +286,3 @@ def write_launcher(spec: CliSpec, folder: Path) -> None:
     launcher = folder / "bin" / spec.name
     launcher.write_text('#!/bin/sh\nD="$(cd "$(dirname "$0")/.." && pwd)"\n' + body + "\n")
     launcher.chmod(0o755)
-

@@ -19,8 +19,9 @@ class LoopbackServer:
     def start(self) -> Self:
         raise NotImplementedError
 
-    def _serve(self, handler: type[BaseHTTPRequestHandler], bind: str, thread_name: str,
-               listening: socket.socket | None = None) -> None:
+    def _serve(
+        self, handler: type[BaseHTTPRequestHandler], bind: str, thread_name: str, listening: socket.socket | None = None
+    ) -> None:
         """Serve on a free port of `bind`, or on `listening`, a socket already bound and listening (one
         made inside a sandbox's network namespace)."""
         if listening is None:
@@ -31,8 +32,9 @@ class LoopbackServer:
             self._server.socket = listening
             self._server.server_address = listening.getsockname()[:2]
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         name=thread_name, daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=thread_name, daemon=True
+        ).start()
 
     def stop(self) -> None:
         if self._server is not None:

@@ -27,19 +27,30 @@ class MiniSweAgent(CliSpec):
     check_args = "--help"  # it has no --version
 
     def launcher_body(self, node: str) -> str:
-        return ('[ -d "$D/site" ] && PYTHONPATH="$D/site${PYTHONPATH:+:$PYTHONPATH}" exec python3 -m '
-                'minisweagent.run.mini "$@"\nexec "$D/venv/bin/python" -m minisweagent.run.mini "$@"')
+        return (
+            '[ -d "$D/site" ] && PYTHONPATH="$D/site${PYTHONPATH:+:$PYTHONPATH}" exec python3 -m '
+            'minisweagent.run.mini "$@"\nexec "$D/venv/bin/python" -m minisweagent.run.mini "$@"'
+        )
 
     def command(self, run: CliRun) -> str:
         limits = ["-c", "mini.yaml", "-c", f"agent.step_limit={run.step_limit}", "-c", "agent.cost_limit=0"]
-        return (f'{run.binary} -y --exit-immediately -t "$(cat {shlex.quote(run.prompt_file)})"'
-                f" -m {shlex.quote('openai/' + run.model_name)} -o {shlex.quote(run.state_dir + '/trajectory.json')}"
-                f" {' '.join(shlex.quote(a) for a in limits)} {run.args()} < /dev/null")
+        return (
+            f'{run.binary} -y --exit-immediately -t "$(cat {shlex.quote(run.prompt_file)})"'
+            f" -m {shlex.quote('openai/' + run.model_name)} -o {shlex.quote(run.state_dir + '/trajectory.json')}"
+            f" {' '.join(shlex.quote(a) for a in limits)} {run.args()} < /dev/null"
+        )
 
     def env(self, run: CliRun) -> dict[str, str]:
-        return {"OPENAI_API_BASE": run.base_url, "OPENAI_API_KEY": run.api_key,
-                "MSWEA_GLOBAL_CONFIG_DIR": run.state_dir, "MSWEA_CONFIGURED": "true", "MSWEA_SILENT_STARTUP": "1",
-                "MSWEA_COST_TRACKING": "ignore_errors", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_COLOR": "1"}
+        return {
+            "OPENAI_API_BASE": run.base_url,
+            "OPENAI_API_KEY": run.api_key,
+            "MSWEA_GLOBAL_CONFIG_DIR": run.state_dir,
+            "MSWEA_CONFIGURED": "true",
+            "MSWEA_SILENT_STARTUP": "1",
+            "MSWEA_COST_TRACKING": "ignore_errors",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "NO_COLOR": "1",
+        }
 
     def convert(self, stdout: str, files: dict[str, str], run: CliRun) -> Conversation:
         try:
@@ -50,13 +61,25 @@ class MiniSweAgent(CliSpec):
         for m in data.get("messages") or ():
             role = m.get("role")
             if role == "assistant":
-                calls = [(c.get("id", ""), (c.get("function") or {}).get("name", ""),
-                          (c.get("function") or {}).get("arguments", "{}")) for c in m.get("tool_calls") or ()]
+                calls = [
+                    (
+                        c.get("id", ""),
+                        (c.get("function") or {}).get("name", ""),
+                        (c.get("function") or {}).get("arguments", "{}"),
+                    )
+                    for c in m.get("tool_calls") or ()
+                ]
                 conv.messages.append(assistant(m.get("content"), calls, m.get("reasoning_content")))
                 conv.steps += 1
             elif role == "tool":
-                conv.messages.append(Message(role="tool", tool_call_id=m.get("tool_call_id"), name="bash",
-                                             content=str(m.get("content") or "")))
+                conv.messages.append(
+                    Message(
+                        role="tool",
+                        tool_call_id=m.get("tool_call_id"),
+                        name="bash",
+                        content=str(m.get("content") or ""),
+                    )
+                )
             elif role == "user" and conv.messages:
                 conv.messages.append(Message(role="user", content=str(m.get("content") or "")))
         status = str((data.get("info") or {}).get("exit_status") or "")

@@ -21,8 +21,16 @@ from mimo_core.models.messages import Message
 
 KEY_VAR = "MIMOAGENT_OPENCODE_API_KEY"
 PLUGIN_PACKAGE = "@opencode-ai/plugin"
-_QUIET = ("AUTOUPDATE", "MODELS_FETCH", "LSP_DOWNLOAD", "DEFAULT_PLUGINS", "SHARE", "CLAUDE_CODE",
-          "EXTERNAL_SKILLS", "PROJECT_CONFIG")
+_QUIET = (
+    "AUTOUPDATE",
+    "MODELS_FETCH",
+    "LSP_DOWNLOAD",
+    "DEFAULT_PLUGINS",
+    "SHARE",
+    "CLAUDE_CODE",
+    "EXTERNAL_SKILLS",
+    "PROJECT_CONFIG",
+)
 
 
 class OpenCode(CliSpec):
@@ -36,13 +44,19 @@ class OpenCode(CliSpec):
         return 'exec "$D/node_modules/opencode-ai/bin/opencode.exe" "$@"'
 
     def config(self, run: CliRun) -> dict[str, Any]:
-        provider = {"npm": "@ai-sdk/openai-compatible", "name": "mimoagent",
-                    "options": {"baseURL": run.base_url, "apiKey": f"{{env:{KEY_VAR}}}"},
-                    "models": {run.model_name: {"name": run.model_name}}}
+        provider = {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "mimoagent",
+            "options": {"baseURL": run.base_url, "apiKey": f"{{env:{KEY_VAR}}}"},
+            "models": {run.model_name: {"name": run.model_name}},
+        }
         cfg: dict[str, Any] = {
-            "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
+            "$schema": "https://opencode.ai/config.json",
+            "autoupdate": False,
+            "share": "disabled",
             "snapshot": False,  # no git copy of the work tree per step (a large repository's cost; we diff it)
-            "model": f"mimoagent/{run.model_name}", "provider": {"mimoagent": provider},
+            "model": f"mimoagent/{run.model_name}",
+            "provider": {"mimoagent": provider},
             "permission": {"edit": "allow", "bash": "allow", "webfetch": "allow"},
         }
         if run.step_limit:
@@ -56,26 +70,36 @@ class OpenCode(CliSpec):
         folder = f"{run.state_dir}/config/opencode"
         deps = {"dependencies": {PLUGIN_PACKAGE: "*"}}
         lock = {"name": "opencode", "lockfileVersion": 3, "requires": True, "packages": {"": deps}}
-        return {f"{folder}/package.json": json.dumps(deps), f"{folder}/package-lock.json": json.dumps(lock),
-                f"{folder}/node_modules/.package-lock.json": json.dumps({**lock, "packages": {}})}
+        return {
+            f"{folder}/package.json": json.dumps(deps),
+            f"{folder}/package-lock.json": json.dumps(lock),
+            f"{folder}/node_modules/.package-lock.json": json.dumps({**lock, "packages": {}}),
+        }
 
     def command(self, run: CliRun) -> str:
         b, state = run.binary, shlex.quote(run.state_dir)
         prompt = f'"$(cat {shlex.quote(run.prompt_file)})"'
-        return (f"{b} run --format json --auto --pure --title mimoagent {run.args()} {prompt}"
-                f" | tee {state}/events.jsonl; rc=${{PIPESTATUS[0]}};"
-                f" sid=$(grep -o '\"sessionID\":\"[^\"]*\"' {state}/events.jsonl | head -n 1 | cut -d'\"' -f4);"
-                f' if [ -n "$sid" ]; then {b} export --pure "$sid" > {state}/session.json 2>/dev/null; fi;'
-                " exit $rc")
+        return (
+            f"{b} run --format json --auto --pure --title mimoagent {run.args()} {prompt}"
+            f" | tee {state}/events.jsonl; rc=${{PIPESTATUS[0]}};"
+            f' sid=$(grep -o \'"sessionID":"[^"]*"\' {state}/events.jsonl | head -n 1 | cut -d\'"\' -f4);'
+            f' if [ -n "$sid" ]; then {b} export --pure "$sid" > {state}/session.json 2>/dev/null; fi;'
+            " exit $rc"
+        )
 
     def env(self, run: CliRun) -> dict[str, str]:
         out = {f"OPENCODE_DISABLE_{k}": "1" for k in _QUIET}
-        out.update({
-            KEY_VAR: run.api_key, "OPENCODE_CONFIG_CONTENT": json.dumps(self.config(run)),
-            "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1",
-            "XDG_DATA_HOME": f"{run.state_dir}/data", "XDG_CONFIG_HOME": f"{run.state_dir}/config",
-            "XDG_CACHE_HOME": f"{run.state_dir}/cache", "XDG_STATE_HOME": f"{run.state_dir}/state",
-        })
+        out.update(
+            {
+                KEY_VAR: run.api_key,
+                "OPENCODE_CONFIG_CONTENT": json.dumps(self.config(run)),
+                "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1",
+                "XDG_DATA_HOME": f"{run.state_dir}/data",
+                "XDG_CONFIG_HOME": f"{run.state_dir}/config",
+                "XDG_CACHE_HOME": f"{run.state_dir}/cache",
+                "XDG_STATE_HOME": f"{run.state_dir}/state",
+            }
+        )
         return out
 
     def convert(self, stdout: str, files: dict[str, str], run: CliRun) -> Conversation:
@@ -103,8 +127,13 @@ def _assistant_turn(parts: list[dict[str, Any]]) -> list[Message]:
     text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
     reasoning = "".join(p.get("text", "") for p in parts if p.get("type") == "reasoning")
     tools = [p for p in parts if p.get("type") == "tool"]
-    out = [assistant(text, [(p.get("callID", ""), p.get("tool", ""), (p.get("state") or {}).get("input") or {})
-                            for p in tools], reasoning)]
+    out = [
+        assistant(
+            text,
+            [(p.get("callID", ""), p.get("tool", ""), (p.get("state") or {}).get("input") or {}) for p in tools],
+            reasoning,
+        )
+    ]
     for p in tools:
         state = p.get("state") or {}
         body = state.get("output") if state.get("status") == "completed" else f"[error] {state.get('error', '')}"

@@ -98,8 +98,9 @@ def _leading_manifest(archive: Path) -> install.Manifest | None:
 
 def _check(manifest: install.Manifest, spec: CliSpec, version: str, where: str) -> None:
     if manifest.cli != spec.name or manifest.version != version:
-        raise ConfigError(f"{where}: holds {manifest.cli} {manifest.version}, "
-                          f"the config asks for {spec.name} {version}")
+        raise ConfigError(
+            f"{where}: holds {manifest.cli} {manifest.version}, the config asks for {spec.name} {version}"
+        )
     if manifest.arch != install.node_arch():
         raise ConfigError(f"{where}: built for {manifest.arch}, this host is {install.node_arch()}")
 

@@ -19,13 +19,19 @@ from mimo_core.errors import ConfigError
 
 
 def build_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    p = parser_class(prog="mimoagent payload build",
-                     description="Build offline install archives of CLI agents (agent.payload_path).")
+    p = parser_class(
+        prog="mimoagent payload build", description="Build offline install archives of CLI agents (agent.payload_path)."
+    )
     p.add_argument("--cli", action="append", default=[], choices=sorted(CLI_AGENTS), help="a CLI (repeatable)")
     p.add_argument("--all", action="store_true", help="every CLI agent at its default version")
     p.add_argument("--version", default=None, help="version to pack (one --cli only); default: the adapter's pin")
-    p.add_argument("--install-env", action="append", default=[], metavar="KEY=VALUE",
-                   help="mirror settings for the install (NPM_REGISTRY, PIP_INDEX_URL, ...)")
+    p.add_argument(
+        "--install-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="mirror settings for the install (NPM_REGISTRY, PIP_INDEX_URL, ...)",
+    )
     p.add_argument("-o", "--output", required=True, help="folder for the archives")
     return p
 
@@ -48,8 +54,9 @@ def main(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> int:
         assert spec is not None  # argparse choices
         version = resolve_version(spec, args.version, allow_latest=False)
         start = time.monotonic()
-        path = payload.build(spec, version, install_env, Path(args.output),
-                             log=lambda text: print(text, file=sys.stderr))
+        path = payload.build(
+            spec, version, install_env, Path(args.output), log=lambda text: print(text, file=sys.stderr)
+        )
         size = path.stat().st_size / 1e6
         print(f"{name} {version}: {path} ({size:.0f} MB, {time.monotonic() - start:.1f}s)")
     return 0

@@ -37,8 +37,10 @@ def obtain(spec: CliSpec, version: str, cfg: AgentConfig, log: Callable[[str], N
     installed for the container's python3 (cached per version and Python version)."""
     if spec.ecosystem == "pypi" and not shares_host_files(env):
         if cfg.payload_path or cfg.payload_url:
-            raise ConfigError(f"agent.payload_path/payload_url: a {spec.name} payload is a virtualenv of this "
-                              "host's Python; a container installs it from the registry (agent.install_env)")
+            raise ConfigError(
+                f"agent.payload_path/payload_url: a {spec.name} payload is a virtualenv of this "
+                "host's Python; a container installs it from the registry (agent.install_env)"
+            )
         return install.ensure_installed(spec, version, cfg.install_env, log, python=sandbox_python(env, spec))
     if cfg.payload_path:
         return payload.unpack(Path(cfg.payload_path).expanduser(), spec, version)
@@ -52,8 +54,10 @@ def sandbox_python(env: Environment, spec: CliSpec) -> str:
     probe = env.execute("python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'", timeout=60)
     version = probe.output.strip().splitlines()[-1:] if probe.returncode == 0 else []
     if not version or not version[0].replace(".", "").isdigit():
-        raise ConfigError(f"agent.type {spec.name} needs python3 (>= 3.10) in the sandbox's image, and "
-                          f"{env.spec.image or 'the image'} has none: {probe.output.strip()[-200:] or 'not found'}")
+        raise ConfigError(
+            f"agent.type {spec.name} needs python3 (>= 3.10) in the sandbox's image, and "
+            f"{env.spec.image or 'the image'} has none: {probe.output.strip()[-200:] or 'not found'}"
+        )
     return version[0]
 
 
@@ -122,8 +126,10 @@ def proxy_address(env: Environment, cli: str) -> tuple[str, str]:
     if shares_host_files(env) or getattr(env, "listen_inside", None) is not None:  # (bwrap: the proxy
         return "127.0.0.1", "127.0.0.1"  # listens on the sandbox's own loopback, see listen_inside)
     if container is None:  # e.g. a kubernetes pod: the runner's loopback is not reachable from it
-        raise SandboxError(f"agent.type {cli}: the {type(env).__name__} sandbox has no route to the recording "
-                           "proxy on this host; CLI agents run on the local and docker backends")
+        raise SandboxError(
+            f"agent.type {cli}: the {type(env).__name__} sandbox has no route to the recording "
+            "proxy on this host; CLI agents run on the local and docker backends"
+        )
     container.reload()
     mode = (container.attrs.get("HostConfig") or {}).get("NetworkMode") or ""
     if mode == "host":
@@ -131,6 +137,8 @@ def proxy_address(env: Environment, cli: str) -> tuple[str, str]:
     networks = (container.attrs.get("NetworkSettings") or {}).get("Networks") or {}
     gateways = [n.get("Gateway") for n in networks.values() if n.get("Gateway")]
     if mode == "none" or not gateways:
-        raise SandboxError(f"agent.type {cli}: the container has no network (mode {mode or 'none'}), so the CLI "
-                           "cannot reach the model through the recording proxy; give the task network access")
+        raise SandboxError(
+            f"agent.type {cli}: the container has no network (mode {mode or 'none'}), so the CLI "
+            "cannot reach the model through the recording proxy; give the task network access"
+        )
     return gateways[0], gateways[0]

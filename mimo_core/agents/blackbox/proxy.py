@@ -30,16 +30,36 @@ from mimo_core.models.base import CallRecord, Usage
 from mimo_core.models.protocol import compute_cost
 
 Sink = Callable[[int, dict[str, Any], dict[str, Any], str], None]  # step, request, response, request as sent
-_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding",
-                  "content-encoding", "proxy-connection", "te", "trailer", "upgrade"})
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "content-length",
+        "host",
+        "accept-encoding",
+        "content-encoding",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "upgrade",
+    }
+)
 
 
 class RecordingProxy(LoopbackServer):
     """Forwards every request to `upstream` (its path appended to the upstream base URL) and records it."""
 
-    def __init__(self, upstream: str, sink: Sink, pricing: PricingConfig | None = None,
-                 bind: str = "127.0.0.1", timeout: float = 600.0, cost_limit: float = 0.0,
-                 listening: socket.socket | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        sink: Sink,
+        pricing: PricingConfig | None = None,
+        bind: str = "127.0.0.1",
+        timeout: float = 600.0,
+        cost_limit: float = 0.0,
+        listening: socket.socket | None = None,
+    ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"model base URL {upstream!r} is not an http(s) URL")
@@ -56,8 +76,9 @@ class RecordingProxy(LoopbackServer):
         self.watchdog = Watchdog()
 
     def start(self) -> RecordingProxy:
-        self._serve(type("_ProxyHandler", (_Handler,), {"proxy": self}), self.bind, "cli-recording-proxy",
-                    self.listening)
+        self._serve(
+            type("_ProxyHandler", (_Handler,), {"proxy": self}), self.bind, "cli-recording-proxy", self.listening
+        )
         self.watchdog.start()
         return self
 
@@ -71,8 +92,16 @@ class RecordingProxy(LoopbackServer):
             return
         with call.lock:
             raw, status, ended = bytes(call.received), call.status, call.ended
-        self.record(call.path, call.request, call.request_text, status or 0, raw, call.is_stream,
-                    time.monotonic() - call.start, incomplete=ended)
+        self.record(
+            call.path,
+            call.request,
+            call.request_text,
+            status or 0,
+            raw,
+            call.is_stream,
+            time.monotonic() - call.start,
+            incomplete=ended,
+        )
 
     @property
     def port_number(self) -> int:
@@ -106,8 +135,17 @@ class RecordingProxy(LoopbackServer):
         cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         return cls(self.host, self.port, timeout=self.timeout)
 
-    def record(self, path: str, request: dict[str, Any], request_text: str, status: int, raw: bytes,
-               is_stream: bool, latency: float, incomplete: str | None = None) -> None:
+    def record(
+        self,
+        path: str,
+        request: dict[str, Any],
+        request_text: str,
+        status: int,
+        raw: bytes,
+        is_stream: bool,
+        latency: float,
+        incomplete: str | None = None,
+    ) -> None:
         """Steps are numbered and handed over under one lock: the step files are deltas of each other.
         `incomplete`: the call ended early ("timeout", "stopped"); `_http_status` 0: before any header."""
         protocol = protocol_of(path)
@@ -119,8 +157,15 @@ class RecordingProxy(LoopbackServer):
         usage = usage_of(protocol, response) if status == 200 else Usage()
         with self._lock:
             step = next(self._steps)
-            self.calls.append(CallRecord(step=step, usage=usage, latency_s=round(latency, 4),
-                                         cost=compute_cost(usage, self.pricing), finish_reason=_finish(response)))
+            self.calls.append(
+                CallRecord(
+                    step=step,
+                    usage=usage,
+                    latency_s=round(latency, 4),
+                    cost=compute_cost(usage, self.pricing),
+                    finish_reason=_finish(response),
+                )
+            )
             self.sink(step, request, response, request_text)
 
 
@@ -164,9 +209,14 @@ class _Handler(BaseHTTPRequestHandler):
         headers["Accept-Encoding"] = "identity"  # streams must arrive as the CLI will read them
         start = time.monotonic()
         request = _json(body) if self.command == "POST" else None
-        call = InFlight(path=self.path.split("?", 1)[0], request=request,
-                        request_text=body.decode("utf-8", errors="replace"), start=start,
-                        deadline=start + proxy.timeout, conn=proxy.connection())
+        call = InFlight(
+            path=self.path.split("?", 1)[0],
+            request=request,
+            request_text=body.decode("utf-8", errors="replace"),
+            start=start,
+            deadline=start + proxy.timeout,
+            conn=proxy.connection(),
+        )
         proxy.watchdog.add(call)
         try:
             self._relay(call, body, headers)
@@ -216,14 +266,16 @@ class _Handler(BaseHTTPRequestHandler):
             # no end-of-body marker, so it sees the reply was cut; what came is still recorded.
             self.close_connection = True
             if call.ended == "timeout":
-                proxy.errors.append(f"the model endpoint's reply took longer than the request timeout "
-                                    f"({proxy.timeout:g}s)")
+                proxy.errors.append(
+                    f"the model endpoint's reply took longer than the request timeout ({proxy.timeout:g}s)"
+                )
             return
         if call.ended is not None:  # cut between two reads: the reply is not whole
             self.close_connection = True
             if call.ended == "timeout":
-                proxy.errors.append(f"the model endpoint's reply took longer than the request timeout "
-                                    f"({proxy.timeout:g}s)")
+                proxy.errors.append(
+                    f"the model endpoint's reply took longer than the request timeout ({proxy.timeout:g}s)"
+                )
             return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -231,9 +283,17 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply_error(self, status: int, message: str) -> None:
         """An error body every protocol's client can read (Anthropic, OpenAI and Gemini shapes at once)."""
         kind = "invalid_request_error" if status == 400 else "api_error"
-        data = json.dumps({"type": "error", "error": {"type": kind, "message": message, "code": status,
-                                                      "status": "INVALID_ARGUMENT" if status == 400 else "UNAVAILABLE"}
-                           }).encode()
+        data = json.dumps(
+            {
+                "type": "error",
+                "error": {
+                    "type": kind,
+                    "message": message,
+                    "code": status,
+                    "status": "INVALID_ARGUMENT" if status == 400 else "UNAVAILABLE",
+                },
+            }
+        ).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

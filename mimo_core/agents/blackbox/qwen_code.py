@@ -34,13 +34,20 @@ class QwenCode(CliSpec):
 
     def command(self, run: CliRun) -> str:
         turns = f" --max-session-turns {run.step_limit}" if run.step_limit else ""
-        return (f"{run.binary} --auth-type openai -m {shlex.quote(run.model_name)} --yolo -o stream-json{turns}"
-                f' {run.args()} "$(cat {shlex.quote(run.prompt_file)})" < /dev/null')
+        return (
+            f"{run.binary} --auth-type openai -m {shlex.quote(run.model_name)} --yolo -o stream-json{turns}"
+            f' {run.args()} "$(cat {shlex.quote(run.prompt_file)})" < /dev/null'
+        )
 
     def env(self, run: CliRun) -> dict[str, str]:
-        return {"OPENAI_BASE_URL": run.base_url, "OPENAI_API_KEY": run.api_key, "QWEN_HOME": run.state_dir,
-                "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1", "NO_COLOR": "1",
-                "QWEN_USAGE_STATISTICS_ENABLED": "false"}  # else it reports to Aliyun RUM from the sandbox
+        return {
+            "OPENAI_BASE_URL": run.base_url,
+            "OPENAI_API_KEY": run.api_key,
+            "QWEN_HOME": run.state_dir,
+            "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1",
+            "NO_COLOR": "1",
+            "QWEN_USAGE_STATISTICS_ENABLED": "false",
+        }  # else it reports to Aliyun RUM from the sandbox
 
     def convert(self, stdout: str, files: dict[str, str], run: CliRun) -> Conversation:
         return stream_json_conversation(stdout)

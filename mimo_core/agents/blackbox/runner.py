@@ -24,6 +24,8 @@ from mimo_core.models.retry import is_context_overflow
 from mimo_core.status import ExitStatus
 
 NO_TIME_LIMIT = 7 * 24 * 3600.0
+
+
 def endpoint(spec: CliSpec, model: ModelConfig) -> tuple[str, str]:
     """(base URL, key) of the model block, with the protocol's usual variables as the fallback."""
     return base_url(model, spec.protocol), api_key(model, spec.protocol)
@@ -69,8 +71,9 @@ def provider_message(response: dict[str, Any]) -> str | None:
 
 
 class CliAgent:
-    def __init__(self, spec: CliSpec, agent: AgentConfig, model: ModelConfig,
-                 cancel: threading.Event | None = None) -> None:
+    def __init__(
+        self, spec: CliSpec, agent: AgentConfig, model: ModelConfig, cancel: threading.Event | None = None
+    ) -> None:
         self.spec = spec
         self.config = agent
         self.model = model
@@ -91,20 +94,37 @@ class CliAgent:
         recorder = _Recorder(ctx)
         inside = getattr(env, "listen_inside", None)  # a sandbox with a loopback of its own (bwrap)
         listening = inside() if inside is not None else None
-        with RecordingProxy(upstream, recorder, self.model.pricing, bind=bind, timeout=self.model.retry.timeout,
-                            listening=listening,
-                            cost_limit=cfg.cost_limit) as proxy:
-            run = CliRun(name=spec.name, home=home, state_dir=state, prompt_file=prompt_file, workdir=env.spec.cwd,
-                         base_url=proxy.url(proxy_host), api_key=key, model_name=self.model.model_name,
-                         step_limit=cfg.step_limit, max_retries=max(self.model.retry.max_attempts - 1, 0),
-                         request_timeout=self.model.retry.timeout, extra_args=cfg.cli_args)
+        with RecordingProxy(
+            upstream,
+            recorder,
+            self.model.pricing,
+            bind=bind,
+            timeout=self.model.retry.timeout,
+            listening=listening,
+            cost_limit=cfg.cost_limit,
+        ) as proxy:
+            run = CliRun(
+                name=spec.name,
+                home=home,
+                state_dir=state,
+                prompt_file=prompt_file,
+                workdir=env.spec.cwd,
+                base_url=proxy.url(proxy_host),
+                api_key=key,
+                model_name=self.model.model_name,
+                step_limit=cfg.step_limit,
+                max_retries=max(self.model.retry.max_attempts - 1, 0),
+                request_timeout=self.model.retry.timeout,
+                extra_args=cfg.cli_args,
+            )
             for path, text in spec.setup_files(run).items():
                 env.write_file(path, text.encode())
-            command = (f"{{ {spec.command(run)}\n}} > {shlex.quote(state + '/stdout.log')}"
-                       f" 2> {shlex.quote(state + '/stderr.log')}")
+            command = (
+                f"{{ {spec.command(run)}\n}} > {shlex.quote(state + '/stdout.log')}"
+                f" 2> {shlex.quote(state + '/stderr.log')}"
+            )
             ctx.log(f"{spec.name} {self.version}: {command}")
-            result = env.execute(command, timeout=cfg.time_limit or NO_TIME_LIMIT, cwd=env.spec.cwd,
-                                 env=spec.env(run))
+            result = env.execute(command, timeout=cfg.time_limit or NO_TIME_LIMIT, cwd=env.spec.cwd, env=spec.env(run))
         stdout = _read(env, f"{state}/stdout.log")
         stderr = _read(env, f"{state}/stderr.log")
         files = self._keep_logs(env, state, stdout, stderr, ctx)
@@ -121,8 +141,10 @@ class CliAgent:
         status, error = _status(timed_out, result.returncode, conv, recorder, proxy, stderr, cfg)
         if stopped is ExitStatus.INTERRUPTED:  # a stopped run is never scored: whatever the CLI did when killed
             status, error = ExitStatus.INTERRUPTED, f"the run was stopped while {spec.name} ran ({status.value})"
-        ctx.log(f"{spec.name} exited {result.returncode} after {result.duration_s:.3f}s: {status.value}"
-                + (f" ({error})" if error else ""))
+        ctx.log(
+            f"{spec.name} exited {result.returncode} after {result.duration_s:.3f}s: {status.value}"
+            + (f" ({error})" if error else "")
+        )
         return self._result(status, error, conv, prompt, recorder, proxy)
 
     def _keep_logs(self, env: Environment, state: str, stdout: str, stderr: str, ctx: AgentContext) -> dict[str, str]:
@@ -141,17 +163,28 @@ class CliAgent:
                 keep(f"agent_logs/session/{rel}", text.encode())
         return files
 
-    def _result(self, status: ExitStatus, error: str | None, conv: Conversation, prompt: str, recorder: _Recorder,
-                proxy: RecordingProxy) -> AgentResult:
+    def _result(
+        self,
+        status: ExitStatus,
+        error: str | None,
+        conv: Conversation,
+        prompt: str,
+        recorder: _Recorder,
+        proxy: RecordingProxy,
+    ) -> AgentResult:
         first = recorder.first or {}
         protocol = self.spec.protocol
         system = system_prompt_from_request(protocol, first)
         head = ([Message(role="system", content=system)] if system else []) + [Message(role="user", content=prompt)]
         usage = proxy.usage
         return AgentResult(
-            exit_status=status, error=error, messages=head + conv.messages,
-            tools=tools_from_request(protocol, first), calls=proxy.calls,
-            steps=len(proxy.calls) or conv.steps, usage=usage if proxy.calls else Usage(),
+            exit_status=status,
+            error=error,
+            messages=head + conv.messages,
+            tools=tools_from_request(protocol, first),
+            calls=proxy.calls,
+            steps=len(proxy.calls) or conv.steps,
+            usage=usage if proxy.calls else Usage(),
             cost=sum(c.cost for c in proxy.calls),
         )
 
@@ -171,8 +204,15 @@ def _read(env: Environment, path: str) -> str:
         return ""
 
 
-def _status(timed_out: bool, returncode: int, conv: Conversation, recorder: _Recorder, proxy: RecordingProxy,
-            stderr: str, cfg: AgentConfig) -> tuple[ExitStatus, str | None]:
+def _status(
+    timed_out: bool,
+    returncode: int,
+    conv: Conversation,
+    recorder: _Recorder,
+    proxy: RecordingProxy,
+    stderr: str,
+    cfg: AgentConfig,
+) -> tuple[ExitStatus, str | None]:
     if timed_out:
         return ExitStatus.TIME_LIMIT, f"agent.time_limit: the CLI ran past {cfg.time_limit:g}s and was killed"
     if proxy.over_budget:
@@ -205,8 +245,9 @@ def _status(timed_out: bool, returncode: int, conv: Conversation, recorder: _Rec
     return ExitStatus.SUBMITTED, None
 
 
-def make_cli_agent(kind: str, agent: AgentConfig, model: ModelConfig,
-                   cancel: threading.Event | None = None) -> CliAgent:
+def make_cli_agent(
+    kind: str, agent: AgentConfig, model: ModelConfig, cancel: threading.Event | None = None
+) -> CliAgent:
     from mimo_core.agents.blackbox import spec_for
 
     spec = spec_for(kind)

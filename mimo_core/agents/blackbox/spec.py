@@ -117,13 +117,20 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
-def assistant(text: str | None, calls: list[tuple[str, str, Any]], reasoning: str | None = None,
-              provider_items: list[dict[str, Any]] | None = None) -> Message:
+def assistant(
+    text: str | None,
+    calls: list[tuple[str, str, Any]],
+    reasoning: str | None = None,
+    provider_items: list[dict[str, Any]] | None = None,
+) -> Message:
     """An assistant message from (id, name, arguments) calls; arguments kept as the raw JSON text."""
     return Message(
-        role="assistant", content=text or None, reasoning=reasoning or None, provider_items=provider_items or None,
-        tool_calls=[ToolCall(id=i, name=n, arguments=a if isinstance(a, str) else json.dumps(a))
-                    for i, n, a in calls] or None,
+        role="assistant",
+        content=text or None,
+        reasoning=reasoning or None,
+        provider_items=provider_items or None,
+        tool_calls=[ToolCall(id=i, name=n, arguments=a if isinstance(a, str) else json.dumps(a)) for i, n, a in calls]
+        or None,
     )
 
 
@@ -134,23 +141,39 @@ def tools_from_request(protocol: str, body: dict[str, Any]) -> list[ToolSchema]:
         for group in body.get("tools") or ():
             for fn in (group or {}).get("functionDeclarations") or ():
                 params = fn.get("parametersJsonSchema") or fn.get("parameters") or {}
-                out.append(ToolSchema(name=fn.get("name", ""), description=fn.get("description") or "",
-                                      parameters=params))
+                out.append(
+                    ToolSchema(name=fn.get("name", ""), description=fn.get("description") or "", parameters=params)
+                )
         return out
     for tool in body.get("tools") or ():
         if not isinstance(tool, dict):
             continue
         if protocol == "anthropic":
             if "input_schema" in tool:
-                out.append(ToolSchema(name=tool.get("name", ""), description=tool.get("description") or "",
-                                      parameters=tool.get("input_schema") or {}))
+                out.append(
+                    ToolSchema(
+                        name=tool.get("name", ""),
+                        description=tool.get("description") or "",
+                        parameters=tool.get("input_schema") or {},
+                    )
+                )
         elif "function" in tool:
             fn = tool["function"]
-            out.append(ToolSchema(name=fn.get("name", ""), description=fn.get("description") or "",
-                                  parameters=fn.get("parameters") or {}))
+            out.append(
+                ToolSchema(
+                    name=fn.get("name", ""),
+                    description=fn.get("description") or "",
+                    parameters=fn.get("parameters") or {},
+                )
+            )
         elif tool.get("type") == "function":
-            out.append(ToolSchema(name=tool.get("name", ""), description=tool.get("description") or "",
-                                  parameters=tool.get("parameters") or {}))
+            out.append(
+                ToolSchema(
+                    name=tool.get("name", ""),
+                    description=tool.get("description") or "",
+                    parameters=tool.get("parameters") or {},
+                )
+            )
     return out
 
 

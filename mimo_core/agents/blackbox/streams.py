@@ -116,8 +116,9 @@ def _chat(events: list[dict[str, Any]]) -> dict[str, Any]:
                 if d.get(key):
                     message[key] = (message.get(key) or "") + d[key]
             for tc in d.get("tool_calls") or ():
-                slot = calls.setdefault(tc.get("index", 0), {"id": None, "type": "function",
-                                                               "function": {"name": "", "arguments": ""}})
+                slot = calls.setdefault(
+                    tc.get("index", 0), {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+                )
                 slot["id"] = tc.get("id") or slot["id"]
                 fn = tc.get("function") or {}
                 slot["function"]["name"] += fn.get("name") or ""
@@ -151,8 +152,12 @@ def _gemini(events: list[dict[str, Any]]) -> dict[str, Any]:
         for cand in ev.get("candidates") or ():
             for part in (cand.get("content") or {}).get("parts") or ():
                 last = parts[-1] if parts else None
-                if (last is not None and "text" in part and "text" in last
-                        and bool(last.get("thought")) == bool(part.get("thought"))):
+                if (
+                    last is not None
+                    and "text" in part
+                    and "text" in last
+                    and bool(last.get("thought")) == bool(part.get("thought"))
+                ):
                     last["text"] += part["text"]
                 else:
                     parts.append(dict(part))
@@ -172,15 +177,28 @@ def usage_of(protocol: str, response: dict[str, Any]) -> Usage:
     num = lambda k: u.get(k) if isinstance(u.get(k), int) else 0  # noqa: E731
     if protocol == "anthropic":
         cached = num("cache_read_input_tokens")
-        return Usage(prompt_tokens=num("input_tokens") + cached + num("cache_creation_input_tokens"),
-                     completion_tokens=num("output_tokens"), cached_tokens=cached)
+        return Usage(
+            prompt_tokens=num("input_tokens") + cached + num("cache_creation_input_tokens"),
+            completion_tokens=num("output_tokens"),
+            cached_tokens=cached,
+        )
     if protocol == "responses":
-        return Usage(prompt_tokens=num("input_tokens"), completion_tokens=num("output_tokens"),
-                     cached_tokens=(u.get("input_tokens_details") or {}).get("cached_tokens") or 0,
-                     reasoning_tokens=(u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0)
+        return Usage(
+            prompt_tokens=num("input_tokens"),
+            completion_tokens=num("output_tokens"),
+            cached_tokens=(u.get("input_tokens_details") or {}).get("cached_tokens") or 0,
+            reasoning_tokens=(u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0,
+        )
     if protocol == "gemini":
-        return Usage(prompt_tokens=num("promptTokenCount"), completion_tokens=num("candidatesTokenCount"),
-                     cached_tokens=num("cachedContentTokenCount"), reasoning_tokens=num("thoughtsTokenCount"))
-    return Usage(prompt_tokens=num("prompt_tokens"), completion_tokens=num("completion_tokens"),
-                 cached_tokens=(u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
-                 reasoning_tokens=(u.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
+        return Usage(
+            prompt_tokens=num("promptTokenCount"),
+            completion_tokens=num("candidatesTokenCount"),
+            cached_tokens=num("cachedContentTokenCount"),
+            reasoning_tokens=num("thoughtsTokenCount"),
+        )
+    return Usage(
+        prompt_tokens=num("prompt_tokens"),
+        completion_tokens=num("completion_tokens"),
+        cached_tokens=(u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
+        reasoning_tokens=(u.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0,
+    )

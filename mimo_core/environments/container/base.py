@@ -42,33 +42,41 @@ def kill_script(needle: str, holding: str = "", spare: str = "") -> str:
     itself; scanned again while a pass found something, so the killed are gone when it returns."""
     q_needle, q_out = shlex.quote(needle), shlex.quote(holding)
     spare = spare if spare.isdigit() else "0"
-    fds = (f"[ $h = 0 ] && [ -e {q_out} ] && for f in $p/fd/*; do [ $f -ef {q_out} ] && h=1 && break; done; "
-           if holding else "")
-    return (f"for r in 1 2 3 4 5; do k=0; for p in /proc/[0-9]*; do i=${{p#/proc/}}; "
-            f"[ $i = 1 ] || [ $i = {spare} ] || [ $i = $$ ] && continue; h=0; "
-            f"grep -qsF {q_needle} $p/environ && h=1; {fds}"
-            "[ $h = 1 ] && kill -9 $i 2>/dev/null && k=1; done; [ $k = 0 ] && break; done; true")
+    fds = (
+        f"[ $h = 0 ] && [ -e {q_out} ] && for f in $p/fd/*; do [ $f -ef {q_out} ] && h=1 && break; done; "
+        if holding
+        else ""
+    )
+    return (
+        f"for r in 1 2 3 4 5; do k=0; for p in /proc/[0-9]*; do i=${{p#/proc/}}; "
+        f"[ $i = 1 ] || [ $i = {spare} ] || [ $i = $$ ] && continue; h=0; "
+        f"grep -qsF {q_needle} $p/environ && h=1; {fds}"
+        "[ $h = 1 ] && kill -9 $i 2>/dev/null && k=1; done; [ $k = 0 ] && break; done; true"
+    )
 
 
 # Processes other than PID 1, this script, and PID 1's own `sleep 86400` (KEEPALIVE's): what the agent
 # (or code under test) left running. The state is read after the last ")" of /proc/<pid>/stat, so a
 # process name with spaces cannot shift it.
 COUNT_SCRIPT = (
-    "n=0; for p in /proc/[0-9]*; do i=${p#/proc/}; [ \"$i\" = 1 ] || [ \"$i\" = $$ ] && continue; "
-    "read -r l < $p/stat 2>/dev/null || continue; r=${l##*) }; s=${r%% *}; [ \"$s\" = Z ] && continue; "
-    "pp=${r#* }; pp=${pp%% *}; if [ \"$pp\" = 1 ] && "
+    'n=0; for p in /proc/[0-9]*; do i=${p#/proc/}; [ "$i" = 1 ] || [ "$i" = $$ ] && continue; '
+    'read -r l < $p/stat 2>/dev/null || continue; r=${l##*) }; s=${r%% *}; [ "$s" = Z ] && continue; '
+    'pp=${r#* }; pp=${pp%% *}; if [ "$pp" = 1 ] && '
     "[ \"$(tr '\\0' ' ' < $p/cmdline 2>/dev/null)\" = 'sleep 86400 ' ]; then continue; fi; n=$((n+1)); done"
 )
-KILL_ALL_SCRIPT = (f"{COUNT_SCRIPT}; first=$n; rr=0; while [ $n != 0 ] && [ $rr -lt 20 ]; do kill -9 -1 2>/dev/null; "
-                   f"sleep 0.05; {COUNT_SCRIPT}; rr=$((rr+1)); done; echo $first $n")
+KILL_ALL_SCRIPT = (
+    f"{COUNT_SCRIPT}; first=$n; rr=0; while [ $n != 0 ] && [ $rr -lt 20 ]; do kill -9 -1 2>/dev/null; "
+    f"sleep 0.05; {COUNT_SCRIPT}; rr=$((rr+1)); done; echo $first $n"
+)
 
 
 def capture_script(command: str, out: str) -> str:
     """`sh` code that runs `command` (shell text that yields the command, e.g. a quoted string or `"$c"`)
     with bash, its output in the file `out`, then prints the file and exits with the command's code: the
     exec waits for bash only, so a background job holding stdout open cannot hold the call."""
-    return (f"bash -c {command} </dev/null >{out} 2>&1; __mimo_rc=$?; "
-            f"cat {out} 2>/dev/null; rm -f {out}; exit $__mimo_rc")
+    return (
+        f"bash -c {command} </dev/null >{out} 2>&1; __mimo_rc=$?; cat {out} 2>/dev/null; rm -f {out}; exit $__mimo_rc"
+    )
 
 
 class ContainerEnvironment:
@@ -119,8 +127,9 @@ class ContainerEnvironment:
     def copy_in(self, src: Path, dest: str) -> None:
         raise NotImplementedError
 
-    def execute(self, command: str, timeout: float | None = None, cwd: str | None = None,
-                env: dict[str, str] | None = None) -> Any:
+    def execute(
+        self, command: str, timeout: float | None = None, cwd: str | None = None, env: dict[str, str] | None = None
+    ) -> Any:
         raise NotImplementedError
 
     def _workdir(self, cwd: str | None) -> str:
@@ -156,8 +165,9 @@ class ContainerEnvironment:
             if len(out) == 2 and all(x.isdigit() for x in out):
                 break
         else:
-            raise SandboxError(f"{self._where()}: could not kill the agent's processes (exit {code}): "
-                               f"{' '.join(out)[:200]}{err[:200]}")
+            raise SandboxError(
+                f"{self._where()}: could not kill the agent's processes (exit {code}): {' '.join(out)[:200]}{err[:200]}"
+            )
         if out[1] != "0":
             raise SandboxError(f"{self._where()}: {out[1]} process(es) survived being killed")
         return int(out[0])
@@ -201,12 +211,14 @@ class ContainerEnvironment:
         """From now on, a change outside the kept paths is the agent's (container/system_files.py). Called
         at the end of `start()`; the rollout calls it again once the task's setup is done, so what the setup
         installed (a `setup_script`'s `pip install`) stays. The time is the container's clock, held here."""
-        code, raw, err = self.exec_bytes("d=$(date +%s.%N); case $d in *[!0-9.]*|*.) date +%s;; *) echo $d;; esac",
-                                         timeout=60)
+        code, raw, err = self.exec_bytes(
+            "d=$(date +%s.%N); case $d in *[!0-9.]*|*.) date +%s;; *) echo $d;; esac", timeout=60
+        )
         stamp = raw.decode(errors="replace").strip()
         if code != 0 or not re.fullmatch(r"\d+(\.\d+)?", stamp):
-            raise SandboxError(f"{self._where()}: cannot read the container's clock (exit {code}): "
-                               f"{stamp[:100]}{err[:100]}")
+            raise SandboxError(
+                f"{self._where()}: cannot read the container's clock (exit {code}): {stamp[:100]}{err[:100]}"
+            )
         self._system_baseline = stamp
 
     def discard_system_changes(self, keep: list[str]) -> list[str]:

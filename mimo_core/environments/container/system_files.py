@@ -81,7 +81,7 @@ def _parse(raw: bytes, prefix: str = "") -> tuple[list[Entry], list[str], int | 
         if not rec:
             continue
         if rec.startswith(_END):
-            rc = int(rec[len(_END):].strip() or b"1")
+            rc = int(rec[len(_END) :].strip() or b"1")
             continue
         text = rec.decode("utf-8", errors="surrogateescape")
         if text.startswith("L"):
@@ -89,7 +89,7 @@ def _parse(raw: bytes, prefix: str = "") -> tuple[list[Entry], list[str], int | 
             continue
         if prefix and not text.startswith(prefix):
             continue
-        fields = text[len(prefix):].split(" ", 4)
+        fields = text[len(prefix) :].split(" ", 4)
         if len(fields) == 5:
             entries.append(Entry(*fields))
     return entries, listed, rc
@@ -99,18 +99,22 @@ def find_script(since: str, prune: list[str]) -> str:
     """`sh` code printing every inode under / (this filesystem) whose status changed after `since`
     (epoch seconds), outside `prune` and every mount point, then `END <find's exit code>`."""
     pruned = " ".join(f"-o -path {shlex.quote(_glob_escape(p))}" for p in prune)
-    return ("set --; while read -r _ _ _ _ mp _; do [ \"$mp\" = / ] || "
-            "set -- \"$@\" -o -path \"$(printf '%b' \"$mp\")\"; done < /proc/self/mountinfo; "
-            f"find / -xdev \\( -path /proc {pruned} \"$@\" \\) -prune -o -newerct @{since} "
-            "-printf '%y %m %U %G %p\\0' 2>/dev/null; printf 'END %s\\0' $?")
+    return (
+        'set --; while read -r _ _ _ _ mp _; do [ "$mp" = / ] || '
+        'set -- "$@" -o -path "$(printf \'%b\' "$mp")"; done < /proc/self/mountinfo; '
+        f'find / -xdev \\( -path /proc {pruned} "$@" \\) -prune -o -newerct @{since} '
+        "-printf '%y %m %U %G %p\\0' 2>/dev/null; printf 'END %s\\0' $?"
+    )
 
 
 def _stat_script(paths_file: str, dirs_file: str) -> str:
     """Stat each path of `paths_file` (NUL-separated) and list each folder of `dirs_file`."""
     p, d = shlex.quote(paths_file), shlex.quote(dirs_file)
-    return (f"xargs -0 -r sh -c 'find \"$@\" -maxdepth 0 -printf \"S%y %m %U %G %p\\0\"' _ < {p} 2>/dev/null; "
-            f"xargs -0 -r sh -c 'find \"$@\" -mindepth 1 -maxdepth 1 -printf \"L%p\\0\"' _ < {d} 2>/dev/null; "
-            "printf 'END 0\\0'")
+    return (
+        f'xargs -0 -r sh -c \'find "$@" -maxdepth 0 -printf "S%y %m %U %G %p\\0"\' _ < {p} 2>/dev/null; '
+        f'xargs -0 -r sh -c \'find "$@" -mindepth 1 -maxdepth 1 -printf "L%p\\0"\' _ < {d} 2>/dev/null; '
+        "printf 'END 0\\0'"
+    )
 
 
 def _nul(paths: Iterable[str]) -> bytes:
@@ -156,8 +160,10 @@ class SystemFiles:
         code, raw, err = env.exec_bytes(find_script(self.since, [*_PRUNED, *self.keep]), timeout=600)
         found, _, rc = _parse(raw)
         if rc is None or (rc != 0 and not found):  # a find without -newerct, ...: nothing it said is known
-            raise SandboxError(f"{env._where()}: listing the changed system files failed (exit {code}, find {rc}): "
-                               f"{raw[-300:].decode(errors='replace')}{err[:300]}")
+            raise SandboxError(
+                f"{env._where()}: listing the changed system files failed (exit {code}, find {rc}): "
+                f"{raw[-300:].decode(errors='replace')}{err[:300]}"
+            )
         found = [Entry(e.kind, e.mode, e.uid, e.gid, _norm(e.path)) for e in found if not self._kept(_norm(e.path))]
         quiet_rm: list[str] = []
         real: list[Entry] = []
@@ -189,15 +195,17 @@ class SystemFiles:
             ref = ref_cm.__enter__()
         except Exception as e:
             why = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-            return [f"unrestored {x.path} (the image could not be started to compare: {why})"
-                    for x in real if x.kind != "d"]
+            return [
+                f"unrestored {x.path} (the image could not be started to compare: {why})" for x in real if x.kind != "d"
+            ]
         try:
             return self._against(ref, real)
         finally:
             ref_cm.__exit__(None, None, None)
 
-    def _stat(self, runner: Runner, where: str, paths: list[str], dirs: list[str]) -> tuple[dict[str, Entry],
-                                                                                             dict[str, set[str]]]:
+    def _stat(
+        self, runner: Runner, where: str, paths: list[str], dirs: list[str]
+    ) -> tuple[dict[str, Entry], dict[str, set[str]]]:
         pf, df = f"{where}/stat-paths", f"{where}/stat-dirs"
         runner.write_file(pf, _nul(paths))
         runner.write_file(df, _nul(dirs))
@@ -254,7 +262,8 @@ class SystemFiles:
             if code not in (0, 1) or not archive:
                 bad = set(restore)
                 report = [(k, p) for k, p in report if p not in bad] + [
-                    ("unrestored", f"{p} (taking it from the image failed: exit {code} {err[:100]})") for p in restore]
+                    ("unrestored", f"{p} (taking it from the image failed: exit {code} {err[:100]})") for p in restore
+                ]
                 remove = [p for p in remove if p not in bad]
                 archive = b""
         self._remove(_top(remove), fix)
@@ -276,5 +285,7 @@ class SystemFiles:
             script += f"chown -h {old.uid}:{old.gid} {q}; chmod {old.mode} {q}; "
         code, raw, err = env.exec_bytes(script + "true", timeout=600)
         if code != 0:
-            raise SandboxError(f"{env._where()}: removing the agent's system changes failed (exit {code}): "
-                               f"{raw[-300:].decode(errors='replace')}{err[:300]}")
+            raise SandboxError(
+                f"{env._where()}: removing the agent's system changes failed (exit {code}): "
+                f"{raw[-300:].decode(errors='replace')}{err[:300]}"
+            )

@@ -16,8 +16,9 @@ from mimo_core.environments.owners import LABEL_HOST, LABEL_PID, is_stale
 from mimo_core.errors import SandboxError
 
 
-def cleanup(run_id: str | None = None, stale_only: bool = False, client: Any = None,
-            live: list[str] | None = None) -> int:
+def cleanup(
+    run_id: str | None = None, stale_only: bool = False, client: Any = None, live: list[str] | None = None
+) -> int:
     """Remove mimoagent containers (optionally of one run, optionally only stale ones); return how many.
     With `stale_only`, each one left alone because its runner may live is described in `live`."""
     import docker
@@ -36,8 +37,10 @@ def cleanup(run_id: str | None = None, stale_only: bool = False, client: Any = N
             labels = c.get("Labels") or {}
             if stale_only and not is_stale(labels):
                 if live is not None:
-                    live.append(f"container {c['Id'][:12]} (run {labels.get(LABEL_RUN_ID, '?')}, "
-                                f"pid {labels.get(LABEL_PID, '?')} on {labels.get(LABEL_HOST, '?')})")
+                    live.append(
+                        f"container {c['Id'][:12]} (run {labels.get(LABEL_RUN_ID, '?')}, "
+                        f"pid {labels.get(LABEL_PID, '?')} on {labels.get(LABEL_HOST, '?')})"
+                    )
                 continue
             remove(c["Id"], client)
             removed += 1

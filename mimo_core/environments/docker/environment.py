@@ -52,8 +52,14 @@ if TYPE_CHECKING:
 
 HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 _NO_STORAGE_OPT: set[str] = set()  # engines whose storage driver refused a container size (storage_opt)
-_CA_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS",
-            "GIT_SSL_CAINFO")
+_CA_VARS = (
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "PIP_CERT",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+)
 
 
 class DockerOptions(BaseModel):
@@ -110,8 +116,7 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
 
     @staticmethod
     def capabilities(config: EnvironmentConfig) -> Capabilities:
-        return Capabilities(host_files=False, image_tasks=True, confined=True, network_isolation=True,
-                            host_mounts=True)
+        return Capabilities(host_files=False, image_tasks=True, confined=True, network_isolation=True, host_mounts=True)
 
     @staticmethod
     def sweep_stale(configs: list[EnvironmentConfig]) -> None:
@@ -135,18 +140,25 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
 
         try:
             if self.options.docker_host:
-                self.client = docker.DockerClient(base_url=self.options.docker_host, version="auto",
-                                                  timeout=int(self.config.startup_timeout))
+                self.client = docker.DockerClient(
+                    base_url=self.options.docker_host, version="auto", timeout=int(self.config.startup_timeout)
+                )
             else:
                 self.client = docker.from_env(version="auto", timeout=int(self.config.startup_timeout))
         except docker.errors.DockerException as e:
-            raise SandboxError(f"cannot reach the Docker engine ({os.environ.get('DOCKER_HOST', 'default socket')}):"
-                               f" {e}") from None
+            raise SandboxError(
+                f"cannot reach the Docker engine ({os.environ.get('DOCKER_HOST', 'default socket')}): {e}"
+            ) from None
         from mimo_core.environments.docker.images import ensure_image
 
-        self.image = ensure_image(self.client, self.spec.image, self.spec.dockerfile_dir,
-                                  self.spec.build_timeout or self.config.startup_timeout, self.options.fallback_image,
-                                  image_prefix=self.config.image_prefix)
+        self.image = ensure_image(
+            self.client,
+            self.spec.image,
+            self.spec.dockerfile_dir,
+            self.spec.build_timeout or self.config.startup_timeout,
+            self.options.fallback_image,
+            image_prefix=self.config.image_prefix,
+        )
         try:
             self.container = self._create()
             live.track(self)
@@ -164,9 +176,11 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
     def _create(self) -> Any:
         spec, opts = self.spec, self.options
         labels = {**spec.labels, **owner_labels()}
-        name = "mimo-{}-{}-{}".format(_name_part(labels.get(LABEL_INSTANCE, "task"), 40),
-                                      _name_part(labels.get(LABEL_RUN_ID, "run"), 20),
-                                      secrets.token_hex(3))
+        name = "mimo-{}-{}-{}".format(
+            _name_part(labels.get(LABEL_INSTANCE, "task"), 40),
+            _name_part(labels.get(LABEL_RUN_ID, "run"), 20),
+            secrets.token_hex(3),
+        )
         env = {**QUIET_ENV, **spec.env}
         network_mode = opts.network_mode if spec.network else "none"
         volumes: dict[str, dict[str, str]] = {}
@@ -178,9 +192,19 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         for host_path, path in spec.mounts.items():
             volumes[host_path] = {"bind": path, "mode": "ro"}
         kwargs: dict[str, Any] = dict(
-            image=self.image, name=name, entrypoint=["/bin/sh", "-c", KEEPALIVE], command=[], detach=True,
-            working_dir=spec.cwd, environment=env, labels=labels, volumes=volumes, init=opts.init,
-            extra_hosts=opts.extra_hosts or None, stdin_open=False, tty=False,
+            image=self.image,
+            name=name,
+            entrypoint=["/bin/sh", "-c", KEEPALIVE],
+            command=[],
+            detach=True,
+            working_dir=spec.cwd,
+            environment=env,
+            labels=labels,
+            volumes=volumes,
+            init=opts.init,
+            extra_hosts=opts.extra_hosts or None,
+            stdin_open=False,
+            tty=False,
         )
         if network_mode:
             kwargs["network_mode"] = network_mode
@@ -219,20 +243,24 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         if container is None:
             return None
         api = self.client.api  # (the SDK's inspect_container cannot ask for the writable layer's size)
-        info = api._result(api._get(api._url("/containers/{0}/json", container.id),
-                                    params={"size": 1 if self.spec.storage_mb else 0}), True)
+        info = api._result(
+            api._get(api._url("/containers/{0}/json", container.id), params={"size": 1 if self.spec.storage_mb else 0}),
+            True,
+        )
         kills = self._oom_kills
         if info.get("State", {}).get("Running"):
             kills += self._cgroup_oom_kills()
         elif info.get("State", {}).get("OOMKilled"):
             kills = max(kills, 1)
-        return memory_exceeded(self.spec.memory_mb, kills) or disk_exceeded(self.spec.storage_mb,
-                                                                            int(info.get("SizeRw") or 0))
+        return memory_exceeded(self.spec.memory_mb, kills) or disk_exceeded(
+            self.spec.storage_mb, int(info.get("SizeRw") or 0)
+        )
 
     def _cgroup_oom_kills(self) -> int:
         try:
-            _, out, _ = self.exec_bytes("cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control "
-                                        "2>/dev/null", timeout=30)
+            _, out, _ = self.exec_bytes(
+                "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null", timeout=30
+            )
         except SandboxError:
             return 0
         for line in out.decode(errors="replace").splitlines():
@@ -308,12 +336,17 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
             container.wait(timeout=int(self.config.startup_timeout))
             container.start()
         except (docker.errors.APIError, docker.errors.DockerException) as e:
-            raise SandboxError(f"container {container.name} could not be restarted to end the agent's "
-                               f"processes: {getattr(e, 'explanation', None) or e}") from None
+            raise SandboxError(
+                f"container {container.name} could not be restarted to end the agent's "
+                f"processes: {getattr(e, 'explanation', None) or e}"
+            ) from None
         return alive
 
     def execute(
-        self, command: str, timeout: float | None = None, cwd: str | None = None,
+        self,
+        command: str,
+        timeout: float | None = None,
+        cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
         container = self._require()
@@ -326,9 +359,14 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         import docker.errors
 
         try:
-            exec_id = api.exec_create(container.id, ["bash", "-c", wrapper], stdout=True, stderr=True,
-                                      environment={**(env or {}), EXEC_MARKER: marker},
-                                      workdir=self._workdir(cwd))["Id"]
+            exec_id = api.exec_create(
+                container.id,
+                ["bash", "-c", wrapper],
+                stdout=True,
+                stderr=True,
+                environment={**(env or {}), EXEC_MARKER: marker},
+                workdir=self._workdir(cwd),
+            )["Id"]
             sock = api.exec_start(exec_id, socket=True)
         except docker.errors.APIError as e:  # the container died (OOM of PID 1, removed from outside)
             raise SandboxError(f"container {container.name} cannot run commands: {e.explanation or e}") from None
@@ -363,8 +401,9 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         else:
             code = api.exec_inspect(exec_id).get("ExitCode")
             returncode = 1 if code is None else int(code)
-        return ExecResult(output=output, returncode=returncode, timed_out=timed_out,
-                          duration_s=time.monotonic() - start)
+        return ExecResult(
+            output=output, returncode=returncode, timed_out=timed_out, duration_s=time.monotonic() - start
+        )
 
     # -- a pristine system for grading (container/system_files.py) ----------------------------------
 
@@ -373,9 +412,19 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         """A container of the same image, never touched, without network; removed on exit."""
         labels = {**self.spec.labels, **owner_labels()}
         labels[LABEL_INSTANCE] = f"{labels.get(LABEL_INSTANCE, 'task')}-reference"
-        ref = _Reference(self.client, self.client.containers.create(
-            image=self.image, entrypoint=["/bin/sh", "-c", KEEPALIVE], command=[], detach=True,
-            network_mode="none", labels=labels, user="0", security_opt=["no-new-privileges"]))
+        ref = _Reference(
+            self.client,
+            self.client.containers.create(
+                image=self.image,
+                entrypoint=["/bin/sh", "-c", KEEPALIVE],
+                command=[],
+                detach=True,
+                network_mode="none",
+                labels=labels,
+                user="0",
+                security_opt=["no-new-privileges"],
+            ),
+        )
         try:
             ref.container.start()
             yield ref

@@ -67,8 +67,12 @@ class ContainerFiles:
         path = self._abs(path)
         api = self.client.api
         try:
-            res = api._get(api._url("/containers/{0}/archive", self._require().id), params={"path": path},
-                           stream=True, headers={"Accept-Encoding": "identity"})
+            res = api._get(
+                api._url("/containers/{0}/archive", self._require().id),
+                params={"path": path},
+                stream=True,
+                headers={"Accept-Encoding": "identity"},
+            )
             api._raise_for_status(res)
         except docker.errors.NotFound:
             raise FileNotFoundError(path) from None
@@ -107,8 +111,9 @@ class ContainerFiles:
     def _stat(self, path: str) -> dict[str, Any] | None:
         """The engine's stat of a path (HEAD on the archive endpoint): no exec, no transfer."""
         api = self.client.api
-        res = api.head(api._url("/containers/{0}/archive", self._require().id), params={"path": path},
-                       timeout=api.timeout)  # APIClient is a requests.Session
+        res = api.head(
+            api._url("/containers/{0}/archive", self._require().id), params={"path": path}, timeout=api.timeout
+        )  # APIClient is a requests.Session
         if res.status_code == 404:
             return None
         api._raise_for_status(res)

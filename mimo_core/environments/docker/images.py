@@ -79,9 +79,10 @@ def prefix_from_lines(dockerfile: str, image_prefix: str) -> str:
         m = _FROM.match(line)
         if m:
             head, flags, image, rest = m.groups()
-            if not (image.lower() == "scratch" or image.lower() in stages or "$" in image
-                    or image.startswith(image_prefix)):
-                line = f"{head}{flags}{image_prefix}{image}{rest}" + line[len(line.rstrip("\r\n")):]
+            if not (
+                image.lower() == "scratch" or image.lower() in stages or "$" in image or image.startswith(image_prefix)
+            ):
+                line = f"{head}{flags}{image_prefix}{image}{rest}" + line[len(line.rstrip("\r\n")) :]
             stage = _STAGE.search(rest)
             if stage:
                 stages.add(stage.group(1).lower())
@@ -151,11 +152,15 @@ def _build(client: Any, context: Path, tag: str, timeout: float, image_prefix: s
     error: str | None = None
     dockerfile = (context / "Dockerfile").read_text(encoding="utf-8")
     prefixed = prefix_from_lines(dockerfile, image_prefix)
-    where: dict[str, Any] = ({"path": str(context)} if prefixed == dockerfile
-                             else {"fileobj": _context_tar(context, prefixed), "custom_context": True})
+    where: dict[str, Any] = (
+        {"path": str(context)}
+        if prefixed == dockerfile
+        else {"fileobj": _context_tar(context, prefixed), "custom_context": True}
+    )
     try:
-        for chunk in client.api.build(**where, tag=tag, rm=True, forcerm=True, decode=True,
-                                      timeout=timeout, labels={"mimoagent.build": "1"}):
+        for chunk in client.api.build(
+            **where, tag=tag, rm=True, forcerm=True, decode=True, timeout=timeout, labels={"mimoagent.build": "1"}
+        ):
             if "stream" in chunk:
                 log.append(chunk["stream"])
             if "error" in chunk:
@@ -176,8 +181,14 @@ def registry_of(image: str) -> str:
     return "Docker Hub (docker.io)"
 
 
-def ensure_image(client: Any, image: str | None, dockerfile_dir: str | None, timeout: float,
-                 fallback: str | None = None, image_prefix: str = "") -> str:
+def ensure_image(
+    client: Any,
+    image: str | None,
+    dockerfile_dir: str | None,
+    timeout: float,
+    fallback: str | None = None,
+    image_prefix: str = "",
+) -> str:
     """The image to run: `image` if present or pullable, else one built from `dockerfile_dir`, else
     `fallback` (when configured: e.g. a base image into which the dataset type seeds the repository)."""
     import docker.errors
@@ -191,8 +202,9 @@ def ensure_image(client: Any, image: str | None, dockerfile_dir: str | None, tim
             return image
         except (docker.errors.DockerException, OSError) as e:  # (OSError: the registry's connection)
             why = " ".join(str(getattr(e, "explanation", None) or e).split())[:300]
-            problems.append(f"image {image!r} is not on the engine and could not be pulled from {registry_of(image)} "
-                            f"({why})")
+            problems.append(
+                f"image {image!r} is not on the engine and could not be pulled from {registry_of(image)} ({why})"
+            )
     if dockerfile_dir:
         try:
             return build_image(client, Path(dockerfile_dir), timeout, image_prefix)
@@ -202,8 +214,10 @@ def ensure_image(client: Any, image: str | None, dockerfile_dir: str | None, tim
                 if not problems:
                     raise
                 error = first.partition(" failed: ")[2] or first
-                raise SandboxError(f"{problems[0]}; its Dockerfile ({dockerfile_dir}) was built instead, and the "
-                                   f"build failed: {error}\n{log_tail}") from None
+                raise SandboxError(
+                    f"{problems[0]}; its Dockerfile ({dockerfile_dir}) was built instead, and the "
+                    f"build failed: {error}\n{log_tail}"
+                ) from None
             problems.append(first)
     if not problems:
         problems.append("the task names no image and no Dockerfile folder (image / dockerfile_dir)")

@@ -52,8 +52,8 @@ class DockerShellStream(ContainerShellStream):
             size = int.from_bytes(self.buf[4:8], "big")
             if len(self.buf) < 8 + size:
                 return None
-            kind, payload = self.buf[0], bytes(self.buf[8:8 + size])
-            del self.buf[:8 + size]
+            kind, payload = self.buf[0], bytes(self.buf[8 : 8 + size])
+            del self.buf[: 8 + size]
             if kind == 1 and payload:
                 return payload
         return None
@@ -69,8 +69,9 @@ def open_shell(env: Any, cwd: str) -> DockerShellStream:
     container = env._require()
     api = env.client.api
     try:
-        exec_id = api.exec_create(container.id, shell_command(cwd), stdin=True, stdout=True, stderr=False,
-                                  tty=False)["Id"]
+        exec_id = api.exec_create(container.id, shell_command(cwd), stdin=True, stdout=True, stderr=False, tty=False)[
+            "Id"
+        ]
         sock = api.exec_start(exec_id, socket=True)
     except docker.errors.APIError as e:
         raise SandboxError(f"container {container.name} cannot start a shell: {e.explanation or e}") from None

@@ -37,8 +37,8 @@ class FrameReader:
             size = int.from_bytes(self.buf[4:8], "big")
             if len(self.buf) < 8 + size:
                 return
-            self.kept.feed(bytes(self.buf[8:8 + size]))
-            del self.buf[:8 + size]
+            self.kept.feed(bytes(self.buf[8 : 8 + size]))
+            del self.buf[: 8 + size]
 
     def text(self) -> str:
         return self.kept.bytes().decode("utf-8", errors="replace")

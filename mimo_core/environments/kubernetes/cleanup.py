@@ -16,8 +16,12 @@ from mimo_core.environments.owners import LABEL_HOST, LABEL_PID, is_stale
 from mimo_core.errors import SandboxError
 
 
-def cleanup(run_id: str | None = None, stale_only: bool = False, options: KubernetesOptions | None = None,
-            live: list[str] | None = None) -> int:
+def cleanup(
+    run_id: str | None = None,
+    stale_only: bool = False,
+    options: KubernetesOptions | None = None,
+    live: list[str] | None = None,
+) -> int:
     """Delete mimoagent pods of `options`' cluster and namespace; return how many. With `stale_only`, each
     one left alone because its runner may live is described in `live`."""
     from kubernetes import client
@@ -41,8 +45,10 @@ def cleanup(run_id: str | None = None, stale_only: bool = False, options: Kubern
             owner = {**(pod.metadata.labels or {}), **(pod.metadata.annotations or {})}
             if stale_only and not is_stale(owner):
                 if live is not None:
-                    live.append(f"pod {pod.metadata.name} (run {owner.get(LABEL_RUN_ID, '?')}, "
-                                f"pid {owner.get(LABEL_PID, '?')} on {owner.get(LABEL_HOST, '?')})")
+                    live.append(
+                        f"pod {pod.metadata.name} (run {owner.get(LABEL_RUN_ID, '?')}, "
+                        f"pid {owner.get(LABEL_PID, '?')} on {owner.get(LABEL_HOST, '?')})"
+                    )
                 continue
             with contextlib.suppress(ApiException):
                 core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)

@@ -14,8 +14,6 @@ _configs: dict[tuple[str | None, str | None], tuple[Any, str]] = {}  # (kubeconf
 _configs_lock = threading.Lock()
 
 
-
-
 def client_config(opts: KubernetesOptions) -> tuple[Any, str]:
     """(client Configuration, namespace): the kubeconfig (parsed once per process) or, inside a pod with no
     kubeconfig, the pod's service account. The namespace: the option, else the context's, else default."""
@@ -29,20 +27,26 @@ def client_config(opts: KubernetesOptions) -> tuple[Any, str]:
             conf = client.Configuration()
             namespace = "default"
             try:
-                if (path is None and opts.context is None and os.environ.get("KUBERNETES_SERVICE_HOST")
-                        and not Path("~/.kube/config").expanduser().exists()):
+                if (
+                    path is None
+                    and opts.context is None
+                    and os.environ.get("KUBERNETES_SERVICE_HOST")
+                    and not Path("~/.kube/config").expanduser().exists()
+                ):
                     config.load_incluster_config(client_configuration=conf)
                     ns_file = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
                     namespace = ns_file.read_text().strip() if ns_file.exists() else namespace
                 else:
-                    config.load_kube_config(config_file=path, context=opts.context,
-                                            client_configuration=conf, persist_config=False)
+                    config.load_kube_config(
+                        config_file=path, context=opts.context, client_configuration=conf, persist_config=False
+                    )
                     contexts, active = config.list_kube_config_contexts(config_file=path)
                     ctx = next((c for c in contexts if c["name"] == opts.context), active) if opts.context else active
                     namespace = (ctx.get("context") or {}).get("namespace") or namespace
             except (config.ConfigException, OSError) as e:
-                raise SandboxError(f"cannot load the Kubernetes client config ({path or '~/.kube/config'}): {e}"
-                                   ) from None
+                raise SandboxError(
+                    f"cannot load the Kubernetes client config ({path or '~/.kube/config'}): {e}"
+                ) from None
             _configs[key] = (conf, namespace)
         conf, namespace = _configs[key]
     return conf, opts.namespace or namespace

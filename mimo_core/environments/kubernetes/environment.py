@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mimoagent.kubernetes")
 _unpullable: set[str] = set()  # images this process saw fail to pull: straight to the fallback image
+
+
 class KubernetesEnvironment(ContainerEnvironment):
     """One pod per rollout, deleted by `stop()` whatever happened."""
 
@@ -63,16 +65,21 @@ class KubernetesEnvironment(ContainerEnvironment):
 
     @staticmethod
     def capabilities(config: EnvironmentConfig) -> Capabilities:
-        return Capabilities(host_files=False, image_tasks=True, confined=True, network_isolation=True,
-                            host_mounts=False)
+        return Capabilities(
+            host_files=False, image_tasks=True, confined=True, network_isolation=True, host_mounts=False
+        )
 
     @staticmethod
     def sweep_stale(configs: list[EnvironmentConfig]) -> None:
         """Pods of dead runners of this host, in each cluster and namespace these configs use."""
         from mimo_core.environments.kubernetes.cleanup import cleanup
 
-        wanted = {KubernetesOptions.model_validate(c.backend_kwargs).model_dump_json(
-            include={"kubeconfig", "context", "namespace"}) for c in configs}
+        wanted = {
+            KubernetesOptions.model_validate(c.backend_kwargs).model_dump_json(
+                include={"kubeconfig", "context", "namespace"}
+            )
+            for c in configs
+        }
         for opts in wanted:
             cleanup(stale_only=True, options=KubernetesOptions.model_validate_json(opts))
 
@@ -96,8 +103,10 @@ class KubernetesEnvironment(ContainerEnvironment):
         self.streams = StreamClient(conf)
         self.image = self.spec.image or self.options.fallback_image
         if not self.image:
-            raise SandboxError("the task names no image and Kubernetes cannot build its Dockerfile: push the image "
-                               "and set the row's image, or set environment.backend_kwargs.fallback_image")
+            raise SandboxError(
+                "the task names no image and Kubernetes cannot build its Dockerfile: push the image "
+                "and set the row's image, or set environment.backend_kwargs.fallback_image"
+            )
         if self.image in _unpullable and self.options.fallback_image:
             self.image = self.options.fallback_image
         try:
@@ -122,24 +131,30 @@ class KubernetesEnvironment(ContainerEnvironment):
 
         labels = {**self.spec.labels, **owner_labels()}
         name = pod_name(labels, secrets.token_hex(3))
-        manifest = pod_manifest(name, image, self.spec, self.options, labels,
-                                ["/bin/sh", "-c", KEEPALIVE], {**QUIET_ENV, **self.spec.env})
+        manifest = pod_manifest(
+            name, image, self.spec, self.options, labels, ["/bin/sh", "-c", KEEPALIVE], {**QUIET_ENV, **self.spec.env}
+        )
         live.track(self)
         try:
             if not self.spec.network and self.options.network_policy:
                 self.policy = name  # before the pod: it never runs unconfined
                 client.NetworkingV1Api(self.api).create_namespaced_network_policy(
-                    self.namespace, deny_all_policy(name, labels))
+                    self.namespace, deny_all_policy(name, labels)
+                )
             self.pod = name
             self.core.create_namespaced_pod(self.namespace, manifest)
         except ApiException as e:
-            raise SandboxError(f"creating pod {self.namespace}/{name} failed: {e.status} {e.reason}: "
-                               f"{(e.body or '')[:300]}") from None
+            raise SandboxError(
+                f"creating pod {self.namespace}/{name} failed: {e.status} {e.reason}: {(e.body or '')[:300]}"
+            ) from None
         except Exception as e:  # urllib3: refused, DNS, TLS; the API server is not there
-            raise SandboxError(f"cannot reach the Kubernetes API server at {self.api.configuration.host}: "
-                               f"{str(e).splitlines()[0][:300]}") from None
-        wait_running(self.core, self.namespace, name, image,
-                     self.options.pod_start_timeout or self.config.startup_timeout)
+            raise SandboxError(
+                f"cannot reach the Kubernetes API server at {self.api.configuration.host}: "
+                f"{str(e).splitlines()[0][:300]}"
+            ) from None
+        wait_running(
+            self.core, self.namespace, name, image, self.options.pod_start_timeout or self.config.startup_timeout
+        )
 
     def _delete(self) -> None:
         pod, self.pod = self.pod, None
@@ -152,8 +167,12 @@ class KubernetesEnvironment(ContainerEnvironment):
                     self.core.delete_namespaced_pod(pod, self.namespace, grace_period_seconds=0)
                 except Exception as e:  # a pod left behind is said, not hidden: `mimoagent cleanup` removes it
                     if getattr(e, "status", None) != 404:
-                        log.warning("deleting pod %s/%s failed (%s): run `mimoagent cleanup`",
-                                    self.namespace, pod, str(e).splitlines()[0][:200] if str(e) else type(e).__name__)
+                        log.warning(
+                            "deleting pod %s/%s failed (%s): run `mimoagent cleanup`",
+                            self.namespace,
+                            pod,
+                            str(e).splitlines()[0][:200] if str(e) else type(e).__name__,
+                        )
             with contextlib.suppress(Exception):
                 if policy:
                     client.NetworkingV1Api(self.api).delete_namespaced_network_policy(policy, self.namespace)
@@ -209,7 +228,10 @@ class KubernetesEnvironment(ContainerEnvironment):
         return res.returncode, bytes(out), (res.stderr.decode(errors="replace") or res.status_message)
 
     def execute(
-        self, command: str, timeout: float | None = None, cwd: str | None = None,
+        self,
+        command: str,
+        timeout: float | None = None,
+        cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
         timeout = self.spec.timeout if timeout is None else timeout
@@ -217,8 +239,10 @@ class KubernetesEnvironment(ContainerEnvironment):
         out = f"{self.scratch_dir}/out.{marker}"
         data = command.encode()
         run_it = capture_script('"$c"', out)
-        script = (f"c=$(head -c {len(data)}; echo x); c=${{c%x}}; cd {shlex.quote(self._workdir(cwd))} 2>&1 || exit 1;"
-                  f" mkdir -p {shlex.quote(self.scratch_dir)} 2>/dev/null; {run_it}")
+        script = (
+            f"c=$(head -c {len(data)}; echo x); c=${{c%x}}; cd {shlex.quote(self._workdir(cwd))} 2>&1 || exit 1;"
+            f" mkdir -p {shlex.quote(self.scratch_dir)} 2>/dev/null; {run_it}"
+        )
         argv = ["env", f"{EXEC_MARKER}={marker}", *(f"{k}={v}" for k, v in (env or {}).items()), "bash", "-c", script]
         start = time.monotonic()
         kept = HeadTail()
@@ -234,8 +258,9 @@ class KubernetesEnvironment(ContainerEnvironment):
             returncode = res.returncode
             if res.status_message and res.returncode == 126:
                 output += res.status_message
-        return ExecResult(output=output, returncode=returncode, timed_out=res.timed_out,
-                          duration_s=time.monotonic() - start)
+        return ExecResult(
+            output=output, returncode=returncode, timed_out=res.timed_out, duration_s=time.monotonic() - start
+        )
 
     # -- a pristine system for grading (container/system_files.py) ----------------------------------
 
@@ -244,8 +269,9 @@ class KubernetesEnvironment(ContainerEnvironment):
         """A pod of the same image, never touched, without network; deleted on exit."""
         labels = dict(self.spec.labels)
         labels[LABEL_INSTANCE] = f"{labels.get(LABEL_INSTANCE, 'task')}-reference"
-        spec = self.spec.model_copy(update={"image": self.image, "seed_dir": None, "network": False, "mounts": {},
-                                            "labels": labels}, deep=True)
+        spec = self.spec.model_copy(
+            update={"image": self.image, "seed_dir": None, "network": False, "mounts": {}, "labels": labels}, deep=True
+        )
         ref = KubernetesEnvironment(spec, self.config)
         try:
             ref.start()
@@ -256,8 +282,10 @@ class KubernetesEnvironment(ContainerEnvironment):
     def _extract_root(self, archive: bytes) -> None:
         rc, out, err = self.exec_bytes(f"head -c {len(archive)} | tar -xpf - -C /", archive, timeout=600)
         if rc != 0:
-            raise SandboxError(f"pod {self.namespace}/{self.pod}: restoring the image's files failed (exit {rc}): "
-                               f"{out[-200:].decode(errors='replace')}{err[:200]}")
+            raise SandboxError(
+                f"pod {self.namespace}/{self.pod}: restoring the image's files failed (exit {rc}): "
+                f"{out[-200:].decode(errors='replace')}{err[:200]}"
+            )
 
     # -- persistent shells (the ShellHost side of shell.py) -----------------------------------------
 

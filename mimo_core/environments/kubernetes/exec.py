@@ -40,7 +40,7 @@ class ExecStream:
         from websocket import ABNF
 
         for i in range(0, len(data), _CHUNK):
-            self.sock.send(bytes([STDIN]) + data[i:i + _CHUNK], opcode=ABNF.OPCODE_BINARY)
+            self.sock.send(bytes([STDIN]) + data[i : i + _CHUNK], opcode=ABNF.OPCODE_BINARY)
 
     def close_stdin(self) -> None:
         """v5 only (v4 has no way): the command sees end of input."""
@@ -101,8 +101,19 @@ def open_exec(core: Any, namespace: str, name: str, argv: list[str], stdin: bool
     from kubernetes.stream import stream
 
     try:
-        ws = stream(core.connect_get_namespaced_pod_exec, name, namespace, command=argv, container="sandbox",
-                    stdin=stdin, stdout=True, stderr=True, tty=False, _preload_content=False, binary=True)
+        ws = stream(
+            core.connect_get_namespaced_pod_exec,
+            name,
+            namespace,
+            command=argv,
+            container="sandbox",
+            stdin=stdin,
+            stdout=True,
+            stderr=True,
+            tty=False,
+            _preload_content=False,
+            binary=True,
+        )
     except Exception as e:  # ApiException; on a refused handshake the client itself trips (e.body is None)
         cause: BaseException | None = e
         while cause is not None and not isinstance(cause, ApiException):
@@ -145,8 +156,14 @@ class ExecOutcome:
         self.status_message = ""
 
 
-def run(stream: ExecStream, stdin: bytes | None, timeout: float, on_stdout: Callable[[bytes], None],
-        on_timeout: Callable[[], None] | None = None, grace: float = 5.0) -> ExecOutcome:
+def run(
+    stream: ExecStream,
+    stdin: bytes | None,
+    timeout: float,
+    on_stdout: Callable[[bytes], None],
+    on_timeout: Callable[[], None] | None = None,
+    grace: float = 5.0,
+) -> ExecOutcome:
     """Feed `stdin`, pass stdout on, keep stderr; at `timeout` call `on_timeout` (kill the command) and
     wait `grace` more seconds for the stream to end. The stream is closed on return."""
     out = ExecOutcome()

@@ -38,8 +38,9 @@ def _check(env: Any, rc: int, err: str, what: str, path: str) -> None:
 
 def read_file(env: Any, path: str) -> bytes:
     q = shlex.quote(_abs(env, path))
-    rc, out, err = env.exec_bytes(f"[ -e {q} ] || exit {_MISSING}; [ -d {q} ] && exit {_IS_DIR}; cat {q}",
-                                  timeout=_TIMEOUT)
+    rc, out, err = env.exec_bytes(
+        f"[ -e {q} ] || exit {_MISSING}; [ -d {q} ] && exit {_IS_DIR}; cat {q}", timeout=_TIMEOUT
+    )
     _check(env, rc, err, "reading", _abs(env, path))
     return out
 
@@ -47,9 +48,11 @@ def read_file(env: Any, path: str) -> bytes:
 def read_head(env: Any, path: str, max_bytes: int) -> FileHead:
     """At most `max_bytes` of the file, by `head -c` in the pod; its size (stat) on the first line."""
     q = shlex.quote(_abs(env, path))
-    script = (f"[ -e {q} ] || exit {_MISSING}; [ -d {q} ] && exit {_IS_DIR}; "
-              f"if [ -f {q} ]; then stat -L -c %s {q} || exit 1; elif [ -c {q} ]; then echo -; else "
-              f"echo 'not a regular file' >&2; exit 1; fi; head -c {max_bytes + 1} {q}")
+    script = (
+        f"[ -e {q} ] || exit {_MISSING}; [ -d {q} ] && exit {_IS_DIR}; "
+        f"if [ -f {q} ]; then stat -L -c %s {q} || exit 1; elif [ -c {q} ]; then echo -; else "
+        f"echo 'not a regular file' >&2; exit 1; fi; head -c {max_bytes + 1} {q}"
+    )
     rc, out, err = env.exec_bytes(script, timeout=_TIMEOUT)
     _check(env, rc, err, "reading", _abs(env, path))
     first, _, data = out.partition(b"\n")
@@ -77,8 +80,10 @@ def write_file(env: Any, path: str, data: bytes, mode: int | None = None) -> Non
     archive = _tar(add)
     qp, qparent = shlex.quote(path), shlex.quote(parent)
     chmod = f"chmod {mode:o} {qp}" if mode is not None else f'chmod "${{m:-644}}" {qp}'
-    script = (f"mkdir -p {qparent} || exit 1; m=$(stat -c %a {qp} 2>/dev/null); "
-              f"head -c {len(archive)} | tar -xf - -C {qparent} --no-same-owner || exit 1; {chmod}")
+    script = (
+        f"mkdir -p {qparent} || exit 1; m=$(stat -c %a {qp} 2>/dev/null); "
+        f"head -c {len(archive)} | tar -xf - -C {qparent} --no-same-owner || exit 1; {chmod}"
+    )
     rc, _, err = env.exec_bytes(script, archive, timeout=_TIMEOUT)
     _check(env, rc, err, "writing", path)
 
@@ -94,9 +99,11 @@ def copy_in(env: Any, src: Path, dest: str) -> None:
         archive = _tar(lambda tar: tar.add(str(src), arcname=src.name))
         extract = f"head -c {len(archive)} | tar -xf - -C"
         parent = shlex.quote(os.path.dirname(dest) or "/")
-        script = (f"if [ -d {qd} ]; then {extract} {qd} --no-same-owner; else mkdir -p {parent} && "
-                  f"t=$(mktemp -d {parent}/.mimo-in.XXXXXX) && {extract} \"$t\" --no-same-owner && "
-                  f"mv -f \"$t\"/{shlex.quote(src.name)} {qd}; rc=$?; rm -rf \"$t\"; exit $rc; fi")
+        script = (
+            f"if [ -d {qd} ]; then {extract} {qd} --no-same-owner; else mkdir -p {parent} && "
+            f't=$(mktemp -d {parent}/.mimo-in.XXXXXX) && {extract} "$t" --no-same-owner && '
+            f'mv -f "$t"/{shlex.quote(src.name)} {qd}; rc=$?; rm -rf "$t"; exit $rc; fi'
+        )
     else:
         raise FileNotFoundError(str(src))
     rc, _, err = env.exec_bytes(script, archive, timeout=_TIMEOUT)
@@ -108,8 +115,10 @@ def copy_out(env: Any, src: str, dest: Path) -> None:
     src = _abs(env, src)
     q = shlex.quote(src)
     parent, name = shlex.quote(os.path.dirname(src.rstrip("/")) or "/"), shlex.quote(os.path.basename(src))
-    script = (f"if [ -d {q} ]; then printf D >&2; tar -cf - -C {q} .; elif [ -e {q} ]; then printf F >&2; "
-              f"tar -chf - -C {parent} {name}; else exit {_MISSING}; fi")
+    script = (
+        f"if [ -d {q} ]; then printf D >&2; tar -cf - -C {q} .; elif [ -e {q} ]; then printf F >&2; "
+        f"tar -chf - -C {parent} {name}; else exit {_MISSING}; fi"
+    )
     with tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024) as fh:
         res = run(env.open(["sh", "-c", script], stdin=False), None, _TIMEOUT, fh.write)
         err = res.stderr.decode(errors="replace")

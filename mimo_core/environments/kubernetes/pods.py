@@ -27,8 +27,15 @@ LABEL_SANDBOX = "mimoagent.sandbox"  # the pod's own name: what its NetworkPolic
 CONTAINER = "sandbox"
 # Reasons a pod will not get past on its own: fail now instead of waiting out the start timeout.
 IMAGE_REASONS = {"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
-FATAL_WAITING = {"ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError",
-                 "CreateContainerError", "CrashLoopBackOff", "RunContainerError"}
+FATAL_WAITING = {
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "CrashLoopBackOff",
+    "RunContainerError",
+}
 
 
 class PodImageError(SandboxError):
@@ -126,8 +133,11 @@ def budget_ended(pod: Any, memory_mb: int | None, storage_mb: int | None) -> Any
         for state in (getattr(cs, "state", None), getattr(cs, "last_state", None)):
             terminated = getattr(state, "terminated", None)
             if terminated is not None and getattr(terminated, "reason", None) == "OOMKilled":
-                return Exceeded("memory", f"the pod went past its memory budget ({memory_mb} MB) and the kernel "
-                                          "killed its main process (OOMKilled)")
+                return Exceeded(
+                    "memory",
+                    f"the pod went past its memory budget ({memory_mb} MB) and the kernel "
+                    "killed its main process (OOMKilled)",
+                )
     return None
 
 
@@ -135,8 +145,15 @@ def quantity_cpu(cpus: float) -> str:
     return f"{round(cpus * 1000)}m"
 
 
-def pod_manifest(name: str, image: str, spec: SandboxSpec, opts: KubernetesOptions, labels: dict[str, str],
-                 command: list[str], env: dict[str, str]) -> dict[str, Any]:
+def pod_manifest(
+    name: str,
+    image: str,
+    spec: SandboxSpec,
+    opts: KubernetesOptions,
+    labels: dict[str, str],
+    command: list[str],
+    env: dict[str, str],
+) -> dict[str, Any]:
     """The pod: one container running `command` (a keep-alive PID 1), never restarted."""
     resources: dict[str, dict[str, str]] = {}
     if spec.cpus:
@@ -148,15 +165,23 @@ def pod_manifest(name: str, image: str, spec: SandboxSpec, opts: KubernetesOptio
     if resources:
         resources["requests"] = dict(resources["limits"])  # requests = limits: the Guaranteed QoS class
     container: dict[str, Any] = {
-        "name": CONTAINER, "image": image, "command": command, "workingDir": spec.cwd,
-        "env": [{"name": k, "value": v} for k, v in env.items()], "resources": resources,
-        "stdin": False, "tty": False,
+        "name": CONTAINER,
+        "image": image,
+        "command": command,
+        "workingDir": spec.cwd,
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "resources": resources,
+        "stdin": False,
+        "tty": False,
         # No extra capabilities, no privileged mode, no setuid escalation (the agent is hostile).
         "securityContext": {"privileged": False, "allowPrivilegeEscalation": False},
     }
     pod_spec: dict[str, Any] = {
-        "containers": [container], "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-        "enableServiceLinks": False, "automountServiceAccountToken": opts.service_account is not None,
+        "containers": [container],
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 0,
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": opts.service_account is not None,
     }
     if opts.service_account:
         pod_spec["serviceAccountName"] = opts.service_account
@@ -169,9 +194,13 @@ def pod_manifest(name: str, image: str, spec: SandboxSpec, opts: KubernetesOptio
     if opts.active_deadline_seconds:
         pod_spec["activeDeadlineSeconds"] = opts.active_deadline_seconds
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "labels": {k: label_value(v) for k, v in labels.items()} | {LABEL_SANDBOX: name},
-                     "annotations": dict(labels)},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {k: label_value(v) for k, v in labels.items()} | {LABEL_SANDBOX: name},
+            "annotations": dict(labels),
+        },
         "spec": pod_spec,
     }
 
@@ -179,9 +208,13 @@ def pod_manifest(name: str, image: str, spec: SandboxSpec, opts: KubernetesOptio
 def deny_all_policy(name: str, labels: dict[str, str]) -> dict[str, Any]:
     """No ingress and no egress for the one pod labelled `mimoagent.sandbox=<name>` (DNS included)."""
     return {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": {"name": name, "labels": {k: label_value(v) for k, v in labels.items()},
-                     "annotations": dict(labels)},
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {
+            "name": name,
+            "labels": {k: label_value(v) for k, v in labels.items()},
+            "annotations": dict(labels),
+        },
         "spec": {"podSelector": {"matchLabels": {LABEL_SANDBOX: name}}, "policyTypes": ["Ingress", "Egress"]},
     }
 
@@ -224,8 +257,13 @@ def wait_running(core: Any, namespace: str, name: str, image: str, timeout: floa
     while (remaining := deadline - time.monotonic()) > 0:
         w = watch.Watch()
         try:
-            for event in w.stream(core.list_namespaced_pod, namespace, field_selector=f"metadata.name={name}",
-                                  timeout_seconds=max(1, int(remaining)), _request_timeout=remaining + 10):
+            for event in w.stream(
+                core.list_namespaced_pod,
+                namespace,
+                field_selector=f"metadata.name={name}",
+                timeout_seconds=max(1, int(remaining)),
+                _request_timeout=remaining + 10,
+            ):
                 if event["type"] == "DELETED":
                     raise SandboxError(f"pod {namespace}/{name} was deleted while it started")
                 verdict, reason, message = _verdict(event["object"])
@@ -242,5 +280,6 @@ def wait_running(core: Any, namespace: str, name: str, image: str, timeout: floa
             raise SandboxError(f"watching pod {namespace}/{name} failed: {str(e).splitlines()[0][:300]}") from None
         finally:
             w.stop()
-    raise SandboxError(f"pod {namespace}/{name} (image {image}) did not start within {timeout:.0f}s: "
-                       f"{reason}: {message}".rstrip(": "))
+    raise SandboxError(
+        f"pod {namespace}/{name} (image {image}) did not start within {timeout:.0f}s: {reason}: {message}".rstrip(": ")
+    )

@@ -73,4 +73,5 @@ def is_system_path(path: str) -> bool:
     """Inside a read-only system folder of the sandbox (where no work folder can be bound)."""
     path = os.path.normpath(path)
     return path in ("/", "/proc", "/dev") or any(
-        path == "/" + top or path.startswith(f"/{top}/") for top in SYSTEM_TOPS)
+        path == "/" + top or path.startswith(f"/{top}/") for top in SYSTEM_TOPS
+    )

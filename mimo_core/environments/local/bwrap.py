@@ -37,12 +37,12 @@ _REPLY_TIMEOUT = 30.0
 # no environ and no fds) before we answer. PID 1 (this shell) and the session's shell are spared.
 _KILL_CALL = (
     "__o={out}; for __r in 1 2 3 4 5; do __k=0; for __p in /proc/[0-9]*; do __i=${{__p#/proc/}}; "
-    "[ \"$__i\" = 1 ] || [ \"$__i\" = {spare} ] && continue; __h=0; "
+    '[ "$__i" = 1 ] || [ "$__i" = {spare} ] && continue; __h=0; '
     "mapfile -d '' -t __e < \"$__p/environ\" 2>/dev/null || continue; "
-    "for __v in \"${{__e[@]}}\"; do [ \"$__v\" = {needle} ] && {{ __h=1; break; }}; done; "
-    "if [ $__h = 0 ] && [ -e \"$__o\" ]; then for __f in \"$__p\"/fd/*; do "
-    "[ \"$__f\" -ef \"$__o\" ] && {{ __h=1; break; }}; done; fi; "
-    "[ $__h = 1 ] && {{ kill -9 \"$__i\" 2>/dev/null; __k=1; }}; done; [ $__k = 0 ] && break; done; "
+    'for __v in "${{__e[@]}}"; do [ "$__v" = {needle} ] && {{ __h=1; break; }}; done; '
+    'if [ $__h = 0 ] && [ -e "$__o" ]; then for __f in "$__p"/fd/*; do '
+    '[ "$__f" -ef "$__o" ] && {{ __h=1; break; }}; done; fi; '
+    '[ $__h = 1 ] && {{ kill -9 "$__i" 2>/dev/null; __k=1; }}; done; [ $__k = 0 ] && break; done; '
     "unset __o __r __k __p __i __h __e __v __f"
 )
 
@@ -68,8 +68,16 @@ def bwrap_args(f: SandboxFolders, read_only: bool = False) -> list[str]:
     os.makedirs(empty, exist_ok=True)
     if not os.path.exists(empty_file):
         open(empty_file, "wb").close()
-    args = ["bwrap", *system_args(empty, empty_file), "--unshare-all", "--die-with-parent", "--new-session",
-            "--as-pid-1", "--hostname", "sandbox"]
+    args = [
+        "bwrap",
+        *system_args(empty, empty_file),
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--as-pid-1",
+        "--hostname",
+        "sandbox",
+    ]
     if os.geteuid() == 0:  # bwrap keeps a root caller's capabilities (mknod, mount, ...) unless told not to
         args += ["--cap-drop", "ALL"]
     bind = "--ro-bind" if read_only else "--bind"
@@ -86,18 +94,23 @@ def bwrap_args(f: SandboxFolders, read_only: bool = False) -> list[str]:
 
 
 # Count (then kill) every process but PID 1, with builtins only: no fork that would count itself.
-_COUNT = ("__n=0; for __p in /proc/[0-9]*; do [ \"${__p#/proc/}\" = 1 ] && continue; "
-          "read -r _ _ __s _ < \"$__p/stat\" 2>/dev/null || continue; [ \"$__s\" = Z ] || __n=$((__n+1)); done")
-_KILL_ALL = (f"{_COUNT}; __first=$__n; for __r in 1 2 3 4 5 6 7 8 9 10; do [ $__n = 0 ] && break; "
-             f"kill -9 -1 2>/dev/null; command -p sleep 0.02; {_COUNT}; done; echo $__first $__n; "
-             "unset __n __p __s __first __r")
+_COUNT = (
+    '__n=0; for __p in /proc/[0-9]*; do [ "${__p#/proc/}" = 1 ] && continue; '
+    'read -r _ _ __s _ < "$__p/stat" 2>/dev/null || continue; [ "$__s" = Z ] || __n=$((__n+1)); done'
+)
+_KILL_ALL = (
+    f"{_COUNT}; __first=$__n; for __r in 1 2 3 4 5 6 7 8 9 10; do [ $__n = 0 ] && break; "
+    f"kill -9 -1 2>/dev/null; command -p sleep 0.02; {_COUNT}; done; echo $__first $__n; "
+    "unset __n __p __s __first __r"
+)
 
 
 class BwrapSandbox:
     """The control process of one sandbox and the shells it starts."""
 
-    def __init__(self, args: list[str], env: dict[str, str], cwd: str, folders: SandboxFolders,
-                 limits: Limits | None = None) -> None:
+    def __init__(
+        self, args: list[str], env: dict[str, str], cwd: str, folders: SandboxFolders, limits: Limits | None = None
+    ) -> None:
         self.args = args
         self.env = env
         self.cwd = cwd
@@ -124,8 +137,14 @@ class BwrapSandbox:
             with open(errlog, "wb") as err:
                 self.proc = subprocess.Popen(
                     argv,
-                    env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, close_fds=True,
-                    pass_fds=(info_w,), start_new_session=True, bufsize=0,
+                    env=self.env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    close_fds=True,
+                    pass_fds=(info_w,),
+                    start_new_session=True,
+                    bufsize=0,
                 )
             os.close(info_w)
             info_w = -1
@@ -135,8 +154,7 @@ class BwrapSandbox:
             if info_w >= 0:
                 os.close(info_w)
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._stream = FdStream(os.dup(self.proc.stdin.fileno()), os.dup(self.proc.stdout.fileno()),
-                                lambda: None)
+        self._stream = FdStream(os.dup(self.proc.stdin.fileno()), os.dup(self.proc.stdout.fileno()), lambda: None)
         self.proc.stdin.close()
         self.proc.stdout.close()
         try:
@@ -195,9 +213,11 @@ class BwrapSandbox:
         write_fd = os.open(fifo_in, os.O_RDWR)  # never blocks; EOF for the shell once we close it
         # The shells (and all they start) are the OOM killer's first choice, PID 1 its last: a sandbox over
         # its memory budget loses a command, not its control shell (raising the score needs no privilege).
-        pid = self.ask(f"(echo 1000 >/proc/self/oom_score_adj 2>/dev/null; cd -- {ansi_c_quote(cwd)} 2>/dev/null; "
-                       "exec bash --noprofile --norc "
-                       f">{shlex.quote(fifo_out)} <{shlex.quote(fifo_in)} 2>/dev/null) & echo $!")
+        pid = self.ask(
+            f"(echo 1000 >/proc/self/oom_score_adj 2>/dev/null; cd -- {ansi_c_quote(cwd)} 2>/dev/null; "
+            "exec bash --noprofile --norc "
+            f">{shlex.quote(fifo_out)} <{shlex.quote(fifo_in)} 2>/dev/null) & echo $!"
+        )
 
         def kill() -> None:
             for path in (fifo_in, fifo_out):
@@ -215,8 +235,10 @@ class BwrapSandbox:
 
     def kill_call(self, nonce: str, out: str, shell_pid: str) -> None:
         spare = shell_pid if shell_pid.isdigit() else "0"
-        self.ask(_KILL_CALL.format(needle=shlex.quote(f"{CALL_VAR}={nonce}"), out=shlex.quote(out), spare=spare)
-                 + "; echo ok")
+        self.ask(
+            _KILL_CALL.format(needle=shlex.quote(f"{CALL_VAR}={nonce}"), out=shlex.quote(out), spare=spare)
+            + "; echo ok"
+        )
 
     def kill_commands(self) -> None:
         """Kill every process of the sandbox but its PID 1 (any thread): the sandbox stays usable."""

@@ -80,7 +80,7 @@ def _mounts() -> tuple[dict[str, tuple[str, str]], tuple[str, str] | None]:
 
 
 def _under(point: str, root: str, path: str) -> str:
-    rel = path[len(root):] if root != "/" and path.startswith(root) else path
+    rel = path[len(root) :] if root != "/" and path.startswith(root) else path
     return os.path.join(point, rel.lstrip("/"))
 
 
@@ -165,8 +165,9 @@ class SandboxCgroup:
             key = ",".join(missing)
             if key not in _warned:
                 _warned.add(key)
-                log.warning("sandbox limits not enforced on this host (no writable cgroup controller): %s",
-                            ", ".join(missing))
+                log.warning(
+                    "sandbox limits not enforced on this host (no writable cgroup controller): %s", ", ".join(missing)
+                )
         group = cls(list(made), enforced)
         if not enforced:
             group.remove()
@@ -187,8 +188,7 @@ class SandboxCgroup:
 
     def wrap(self, argv: list[str]) -> list[str]:
         """`argv` run by a shell that first moves itself into the cgroup (then execs it: same pid)."""
-        joins = "".join(f"echo $$ > {shlex.quote(os.path.join(d, 'cgroup.procs'))} || exit 125; "
-                        for d in self.folders)
+        joins = "".join(f"echo $$ > {shlex.quote(os.path.join(d, 'cgroup.procs'))} || exit 125; " for d in self.folders)
         return ["/bin/sh", "-c", joins + 'exec "$@"', "sh", *argv]
 
     def remove(self, wait_s: float = 2.0) -> None:

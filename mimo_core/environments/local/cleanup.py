@@ -50,8 +50,9 @@ def process_start(pid: int) -> int | None:
 
 def own_label(sandbox_id: str, labels: dict[str, str]) -> SandboxLabel:
     pid = os.getpid()
-    return SandboxLabel(sandbox_id=sandbox_id, host=socket.gethostname(), pid=pid,
-                        pid_start=process_start(pid), labels=labels)
+    return SandboxLabel(
+        sandbox_id=sandbox_id, host=socket.gethostname(), pid=pid, pid_start=process_start(pid), labels=labels
+    )
 
 
 def write_label(base: str, label: SandboxLabel) -> None:
@@ -111,8 +112,9 @@ def default_root() -> str:
     return tempfile.gettempdir()
 
 
-def cleanup(roots: list[str] | None = None, run_id: str | None = None, stale_only: bool = True,
-            live: list[str] | None = None) -> int:
+def cleanup(
+    roots: list[str] | None = None, run_id: str | None = None, stale_only: bool = True, live: list[str] | None = None
+) -> int:
     """Remove local sandboxes (of dead runners on this host, or of one run); return how many. With
     `stale_only`, each one left alone because its runner lives is described in `live`.
 

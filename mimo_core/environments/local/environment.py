@@ -92,8 +92,13 @@ class LocalEnvironment(LocalFiles):
     @staticmethod
     def capabilities(config: EnvironmentConfig) -> Capabilities:
         confined = config.sandbox == "bwrap"
-        return Capabilities(host_files=not confined, image_tasks=False, confined=confined,
-                            network_isolation=confined, host_mounts=confined)
+        return Capabilities(
+            host_files=not confined,
+            image_tasks=False,
+            confined=confined,
+            network_isolation=confined,
+            host_mounts=confined,
+        )
 
     @staticmethod
     def cwd_problem(config: EnvironmentConfig, task_cwd: str) -> str | None:
@@ -115,8 +120,9 @@ class LocalEnvironment(LocalFiles):
         self.sandbox = config.sandbox
         options = LocalOptions.model_validate(config.backend_kwargs)
         self.root = os.path.abspath(options.root or tempfile.gettempdir())
-        self.limits = Limits(pids=self.spec.pids_limit or options.pids_limit, memory_mb=self.spec.memory_mb,
-                             cpus=self.spec.cpus)
+        self.limits = Limits(
+            pids=self.spec.pids_limit or options.pids_limit, memory_mb=self.spec.memory_mb, cpus=self.spec.cpus
+        )
         self.base: str | None = None
         self.sandbox_id = secrets.token_hex(8)
         self.scratch_dir = ""
@@ -201,13 +207,25 @@ class LocalEnvironment(LocalFiles):
             self._oom_kills += bw.oom_kills_at_stop
 
     def _folders(self) -> SandboxFolders:
-        return SandboxFolders(work=self.spec.cwd, scratch=self.scratch_dir, home=self.home, ctl=self._ctl,
-                              task_cwd=self.task_cwd, network=self.spec.network, mounts=dict(self.spec.mounts))
+        return SandboxFolders(
+            work=self.spec.cwd,
+            scratch=self.scratch_dir,
+            home=self.home,
+            ctl=self._ctl,
+            task_cwd=self.task_cwd,
+            network=self.spec.network,
+            mounts=dict(self.spec.mounts),
+        )
 
     def _start_bwrap(self, read_only: bool = False) -> None:
         folders = self._folders()
-        self._bwrap = BwrapSandbox(bwrap_args(folders, read_only=read_only), self._env,
-                                   sandbox_path(self.spec.cwd, self.task_cwd, self.spec.cwd), folders, self.limits)
+        self._bwrap = BwrapSandbox(
+            bwrap_args(folders, read_only=read_only),
+            self._env,
+            sandbox_path(self.spec.cwd, self.task_cwd, self.spec.cwd),
+            folders,
+            self.limits,
+        )
         self._bwrap.start()
 
     def _inside(self, host_path: str) -> str:
@@ -228,13 +246,17 @@ class LocalEnvironment(LocalFiles):
     def vanished(self) -> bool:
         """The sandbox is being removed, or was, from outside (`mimoagent cleanup --force`, or by hand: its
         label is gone) while it was running. (Under bwrap the agent cannot reach either file.)"""
-        return self.base is not None and (os.path.exists(os.path.join(self.base, REMOVED_FILE))
-                                          or not os.path.exists(os.path.join(self.base, LABEL_FILE)))
+        return self.base is not None and (
+            os.path.exists(os.path.join(self.base, REMOVED_FILE))
+            or not os.path.exists(os.path.join(self.base, LABEL_FILE))
+        )
 
     def _check_present(self) -> None:
         if self.vanished():
-            raise SandboxError(f"the sandbox folder {self.base} was removed while the rollout was running "
-                               "(by mimoagent cleanup, or by hand)")
+            raise SandboxError(
+                f"the sandbox folder {self.base} was removed while the rollout was running "
+                "(by mimoagent cleanup, or by hand)"
+            )
 
     def _close_sessions(self) -> None:
         for session in self._sessions.values():
@@ -368,7 +390,10 @@ class LocalEnvironment(LocalFiles):
     # -- commands ----------------------------------------------------------------------------------
 
     def execute(
-        self, command: str, timeout: float | None = None, cwd: str | None = None,
+        self,
+        command: str,
+        timeout: float | None = None,
+        cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> ExecResult:
         """Run `command` with bash (no profile), stdout+stderr merged, stdin empty.
@@ -387,11 +412,14 @@ class LocalEnvironment(LocalFiles):
         if self._bwrap is None and not os.path.isdir(workdir):
             return ExecResult(output=f"cannot run in {workdir}: not an existing folder\n", returncode=1)
         r = self._execute_in_shell(command, timeout, env, self._inside(workdir))
-        return ExecResult(output=r.output + (r.note and r.note + "\n"), returncode=r.returncode,
-                          timed_out=r.timed_out, duration_s=r.duration_s)
+        return ExecResult(
+            output=r.output + (r.note and r.note + "\n"),
+            returncode=r.returncode,
+            timed_out=r.timed_out,
+            duration_s=r.duration_s,
+        )
 
-    def _execute_in_shell(self, command: str, timeout: float, env: dict[str, str] | None,
-                          cwd: str) -> ShellResult:
+    def _execute_in_shell(self, command: str, timeout: float, env: dict[str, str] | None, cwd: str) -> ShellResult:
         """A subshell of the first idle `exec` shell (commands from two threads run side by side)."""
         for i in itertools.count():
             result = self.shell(f"exec{i or ''}").try_run(command, timeout, subshell=True, env=env, cwd=cwd)
@@ -405,5 +433,5 @@ class LocalEnvironment(LocalFiles):
             return os.path.join(self.spec.cwd, path)
         declared = self.task_cwd.rstrip("/")
         if declared and declared != self.spec.cwd and (path == declared or path.startswith(declared + "/")):
-            return self.spec.cwd + path[len(declared):]
+            return self.spec.cwd + path[len(declared) :]
         return path

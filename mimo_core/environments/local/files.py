@@ -41,8 +41,9 @@ class LocalFiles:
     _bwrap: Any
     _ctl: str
 
-    def execute(self, command: str, timeout: float | None = None, cwd: str | None = None,
-                env: dict[str, str] | None = None) -> Any:
+    def execute(
+        self, command: str, timeout: float | None = None, cwd: str | None = None, env: dict[str, str] | None = None
+    ) -> Any:
         raise NotImplementedError
 
     def _host_path(self, path: str) -> str:
@@ -79,8 +80,11 @@ class LocalFiles:
             raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
         if res.returncode != 0:
             message = res.output.strip().splitlines()[-1:] or [f"exit {res.returncode}"]
-            code = errno.EROFS if "Read-only file system" in res.output else (
-                errno.EACCES if "ermission denied" in res.output else errno.EIO)
+            code = (
+                errno.EROFS
+                if "Read-only file system" in res.output
+                else (errno.EACCES if "ermission denied" in res.output else errno.EIO)
+            )
             raise OSError(code, f"{what} failed in the sandbox: {message[0][-300:]}", path)
         return res
 
@@ -95,8 +99,12 @@ class LocalFiles:
                 return f.read()
         target, out = self._sandbox_target(path), self._xfer(self.scratch_dir)
         q = shlex.quote(target)
-        self._run(f"[ -e {q} ] || exit {_MISSING}; [ -d {q} ] && exit {_IS_DIR}; "
-                  f"command -p cat -- {q} > {shlex.quote(out)} || exit {_FAILED}", "reading", path)
+        self._run(
+            f"[ -e {q} ] || exit {_MISSING}; [ -d {q} ] && exit {_IS_DIR}; "
+            f"command -p cat -- {q} > {shlex.quote(out)} || exit {_FAILED}",
+            "reading",
+            path,
+        )
         try:
             return read_regular(out)
         finally:
@@ -114,7 +122,9 @@ class LocalFiles:
             f"if [ -f {q} ]; then command -p stat -L -c %s -- {q} || exit {_FAILED}; elif [ -c {q} ]; then "
             f"echo -; else echo 'not a regular file' >&2; exit {_SPECIAL}; fi; "
             f"command -p head -c {max_bytes + 1} -- {q} > {shlex.quote(out)} || exit {_FAILED}",
-            "reading", path)
+            "reading",
+            path,
+        )
         try:
             data = read_regular(out, max_bytes + 1)
         finally:
@@ -138,11 +148,14 @@ class LocalFiles:
         with open(src, "xb") as f:  # the control folder is read-only inside: the sandbox cannot swap it
             f.write(data)
         q, parent = shlex.quote(target), shlex.quote(os.path.dirname(target) or ".")
-        chmod = (f"; chmod {mode:o} {q}" if mode is not None
-                 else f"; [ $__e = 1 ] || chmod 644 {q}")
+        chmod = f"; chmod {mode:o} {q}" if mode is not None else f"; [ $__e = 1 ] || chmod 644 {q}"
         try:
-            self._run(f"[ -d {q} ] && exit {_IS_DIR}; __e=0; [ -e {q} ] && __e=1; mkdir -p -- {parent} && "
-                      f"command -p cat -- {shlex.quote(src)} > {q} || exit {_FAILED}{chmod}", "writing", path)
+            self._run(
+                f"[ -d {q} ] && exit {_IS_DIR}; __e=0; [ -e {q} ] && __e=1; mkdir -p -- {parent} && "
+                f"command -p cat -- {shlex.quote(src)} > {q} || exit {_FAILED}{chmod}",
+                "writing",
+                path,
+            )
         finally:
             _unlink(src)
 
@@ -167,9 +180,11 @@ class LocalFiles:
             script = f"mkdir -p -- {q} && command -p tar -xf {qa} -C {q} --no-same-owner"
         else:  # into a folder under its own name, else as `dest`
             qn = shlex.quote(src.name)
-            script = (f"if [ -d {q} ]; then command -p tar -xf {qa} -C {q} --no-same-owner; else "
-                      f"mkdir -p -- {shlex.quote(os.path.dirname(target) or '.')} && "
-                      f"command -p tar -xOf {qa} {qn} > {q} && chmod {src.stat().st_mode & 0o777:o} {q}; fi")
+            script = (
+                f"if [ -d {q} ]; then command -p tar -xf {qa} -C {q} --no-same-owner; else "
+                f"mkdir -p -- {shlex.quote(os.path.dirname(target) or '.')} && "
+                f"command -p tar -xOf {qa} {qn} > {q} && chmod {src.stat().st_mode & 0o777:o} {q}; fi"
+            )
         try:
             self._run(script, "copying in", dest)
         finally:
@@ -241,4 +256,3 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
-

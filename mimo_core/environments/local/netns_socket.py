@@ -18,8 +18,10 @@ import sys
 
 from mimo_core.errors import SandboxError
 
-_HELPER = ("import socket, sys; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(64); "
-           "socket.send_fds(socket.socket(fileno=int(sys.argv[1])), [b'x'], [s.fileno()])")
+_HELPER = (
+    "import socket, sys; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(64); "
+    "socket.send_fds(socket.socket(fileno=int(sys.argv[1])), [b'x'], [s.fileno()])"
+)
 
 
 def listen_in_netns(pid: int) -> socket.socket:
@@ -30,13 +32,18 @@ def listen_in_netns(pid: int) -> socket.socket:
     # Root enters the namespace directly; anyone else first joins the user namespace that owns it.
     enter = ["--net"] if os.geteuid() == 0 else ["--user", "--net", "--preserve-credentials"]
     try:
-        res = subprocess.run(["nsenter", "--target", str(pid), *enter, sys.executable, "-c", _HELPER,
-                              str(theirs.fileno())], pass_fds=(theirs.fileno(),), capture_output=True,
-                             timeout=60)
+        res = subprocess.run(
+            ["nsenter", "--target", str(pid), *enter, sys.executable, "-c", _HELPER, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            capture_output=True,
+            timeout=60,
+        )
         theirs.close()
         if res.returncode != 0:
-            raise SandboxError(f"could not open the recording proxy's port inside the sandbox: "
-                               f"{res.stderr.decode(errors='replace').strip()[-300:]}")
+            raise SandboxError(
+                f"could not open the recording proxy's port inside the sandbox: "
+                f"{res.stderr.decode(errors='replace').strip()[-300:]}"
+            )
         ours.settimeout(10)
         _, fds, _, _ = socket.recv_fds(ours, 1, 1)
     finally:

@@ -30,8 +30,10 @@ class Slirp:
 
     def start(self) -> None:
         if shutil.which("slirp4netns") is None:
-            raise SandboxError("the task allows network, and a bwrap sandbox gets it through slirp4netns, which "
-                               "is not installed: apt-get install slirp4netns")
+            raise SandboxError(
+                "the task allows network, and a bwrap sandbox gets it through slirp4netns, which "
+                "is not installed: apt-get install slirp4netns"
+            )
         ready_r, ready_w = os.pipe()
         # slirp4netns ends when this pipe has no writer left: when stop() closes it, or when the runner
         # dies, even by SIGKILL. (Its own session, so a Ctrl-C meant for the runner does not reach it.)
@@ -39,10 +41,25 @@ class Slirp:
         try:
             with open(self.log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
-                     "--ready-fd", str(ready_w), "--exit-fd", str(exit_r), str(self.child_pid), "tap0"],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(ready_w, exit_r), close_fds=True,
-                    start_new_session=True)
+                    [
+                        "slirp4netns",
+                        "--configure",
+                        "--mtu=65520",
+                        "--disable-host-loopback",
+                        "--ready-fd",
+                        str(ready_w),
+                        "--exit-fd",
+                        str(exit_r),
+                        str(self.child_pid),
+                        "tap0",
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    pass_fds=(ready_w, exit_r),
+                    close_fds=True,
+                    start_new_session=True,
+                )
             os.close(ready_w)
             ready_w = -1
             import select

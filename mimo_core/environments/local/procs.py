@@ -41,8 +41,9 @@ def marked_pids(name: str, value: str, holding: str | None = None, spare: int | 
                 environ = f.read().split(b"\0")
         except OSError:  # gone, or not ours to read
             continue
-        if needle in environ or (target and any(v.startswith(_SANDBOX_PREFIX) for v in environ)
-                                 and _holds(pid, target)):
+        if needle in environ or (
+            target and any(v.startswith(_SANDBOX_PREFIX) for v in environ) and _holds(pid, target)
+        ):
             found.append(pid)
     return found
 
@@ -75,8 +76,7 @@ def _holds(pid: int, target: tuple[int, int]) -> bool:
     return False
 
 
-def kill_marked(name: str, value: str, holding: str | None = None, spare: int | None = None,
-                rounds: int = 5) -> int:
+def kill_marked(name: str, value: str, holding: str | None = None, spare: int | None = None, rounds: int = 5) -> int:
     """SIGKILL every process `marked_pids` finds; repeat while new ones appear (a fork racing the scan).
     Returns how many were signalled."""
     killed = 0
@@ -163,8 +163,17 @@ class FdStream:
 
 def popen_stream(argv: list[str], cwd: str, env: dict[str, str]) -> FdStream:
     """A shell started as our own child: stdin/stdout pipes, stderr discarded, its own session."""
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True, bufsize=0)
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        start_new_session=True,
+        bufsize=0,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     write_fd, read_fd = os.dup(proc.stdin.fileno()), os.dup(proc.stdout.fileno())
     proc.stdin.close()

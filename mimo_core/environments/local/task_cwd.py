@@ -27,11 +27,15 @@ def bwrap_task_cwd_args(task_cwd: str, work: str, read_only: bool = False) -> li
         return ["--remount-ro", "/"]
     top = "/" + task_cwd.split("/")[1]
     if task_cwd == top and is_system_path(task_cwd):
-        raise SandboxError(f"the task's cwd {task_cwd} is a system folder; bwrap cannot bind the work folder "
-                           "there (use sandbox: none, or the docker backend)")
+        raise SandboxError(
+            f"the task's cwd {task_cwd} is a system folder; bwrap cannot bind the work folder "
+            "there (use sandbox: none, or the docker backend)"
+        )
     if is_system_path(task_cwd):
-        raise SandboxError(f"the task's cwd {task_cwd} lies in the host's read-only {top}, where bwrap "
-                           "cannot create it (use sandbox: none, or the docker backend)")
+        raise SandboxError(
+            f"the task's cwd {task_cwd} lies in the host's read-only {top}, where bwrap "
+            "cannot create it (use sandbox: none, or the docker backend)"
+        )
     return ["--ro-bind" if read_only else "--bind", work, task_cwd, "--remount-ro", "/"]
 
 
@@ -49,7 +53,7 @@ def sandbox_path(path: str, task_cwd: str, work: str) -> str:
     if not task_cwd or task_cwd == work:
         return path
     if path == work or path.startswith(work.rstrip("/") + "/"):
-        return task_cwd.rstrip("/") + path[len(work.rstrip("/")):]
+        return task_cwd.rstrip("/") + path[len(work.rstrip("/")) :]
     return path
 
 
@@ -59,6 +63,8 @@ def missing_cwd_note(command: str, returncode: int, task_cwd: str, work: str) ->
         return ""
     if not re.search(r"(?<![\w.\-/])" + re.escape(task_cwd.rstrip("/")) + r"(?![\w.\-])", command):
         return ""
-    return (f"\n[mimoagent] {task_cwd} is the task's working directory inside a container; on the local backend "
-            f"without a sandbox it is {work} (use relative paths). environment.sandbox: bwrap binds it at "
-            f"{task_cwd}.\n")
+    return (
+        f"\n[mimoagent] {task_cwd} is the task's working directory inside a container; on the local backend "
+        f"without a sandbox it is {work} (use relative paths). environment.sandbox: bwrap binds it at "
+        f"{task_cwd}.\n"
+    )

@@ -31,8 +31,11 @@ from mimo_core.status import ExitStatus
 
 
 def run_jobs_on_ray(
-    jobs: list[RolloutJob], workers: int, on_result: Callable[[ResultRecord], None] | None,
-    options: RayOptions, cancel: threading.Event,
+    jobs: list[RolloutJob],
+    workers: int,
+    on_result: Callable[[ResultRecord], None] | None,
+    options: RayOptions,
+    cancel: threading.Event,
 ) -> list[ResultRecord]:
     """The Ray counterpart of `batch.run_jobs`: same records, same files, same order of writes per rollout."""
     started = _connect(options, workers)
@@ -43,7 +46,8 @@ def run_jobs_on_ray(
     try:
         _check_feasible(options)
         task = ray.remote(run_remote).options(
-            max_retries=options.max_retries, retry_exceptions=False, **options.resources.as_ray_options())
+            max_retries=options.max_retries, retry_exceptions=False, **options.resources.as_ray_options()
+        )
         todo: Iterator[RolloutJob] = iter(jobs)
         stores: dict[Path, ResultsStore] = {}
         while True:
@@ -132,8 +136,11 @@ def _connect(options: RayOptions, workers: int) -> bool:
 
     if ray.is_initialized():  # the caller's own connection (a benchmark, a notebook)
         return False
-    common: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                              "logging_level": logging.ERROR}  # no notices on the run's stderr
+    common: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": logging.ERROR,
+    }  # no notices on the run's stderr
     with _own_signal_handlers():
         _init(ray, address, options, workers, common)
     return True
@@ -160,8 +167,12 @@ def _init(ray: Any, address: str, options: RayOptions, workers: int, common: dic
     if address == LOCAL:
         # One machine: --workers rollouts at once, whatever the request (the resources are logical).
         res = options.resources
-        ray.init(address=LOCAL, num_cpus=max(os.cpu_count() or 1, int(res.num_cpus * workers + 0.999)),
-                 resources={k: v * workers for k, v in res.custom.items()}, **common)
+        ray.init(
+            address=LOCAL,
+            num_cpus=max(os.cpu_count() or 1, int(res.num_cpus * workers + 0.999)),
+            resources={k: v * workers for k, v in res.custom.items()},
+            **common,
+        )
     else:
         with _ray_native_log() as native:
             try:
@@ -170,9 +181,11 @@ def _init(ray: Any, address: str, options: RayOptions, workers: int, common: dic
             except (ConnectionError, ValueError, RuntimeError) as e:
                 error = str(e)
         if _AUTH_REFUSED in "".join(native):
-            raise ConfigError(f"--ray-address {address}: the Ray cluster needs token authentication and refused "
-                              f"this driver's token ({_token_source()}): set RAY_AUTH_MODE=token and "
-                              "RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the cluster's token")
+            raise ConfigError(
+                f"--ray-address {address}: the Ray cluster needs token authentication and refused "
+                f"this driver's token ({_token_source()}): set RAY_AUTH_MODE=token and "
+                "RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) to the cluster's token"
+            )
         raise ConfigError(f"--ray-address {address}: cannot join that Ray cluster: {error}")
 
 
@@ -227,5 +240,7 @@ def _check_feasible(options: RayOptions) -> None:
     if any(all(node.get(k, 0) >= v for k, v in demand.items()) for node in nodes):
         return
     offered = "; ".join(", ".join(f"{k}={v:g}" for k, v in sorted(n.items()) if "node:" not in k) for n in nodes)
-    raise ConfigError(f"--ray-resources: no node of the Ray cluster can hold one rollout "
-                      f"({', '.join(f'{k}={v:g}' for k, v in demand.items())}); the nodes offer: {offered or 'none'}")
+    raise ConfigError(
+        f"--ray-resources: no node of the Ray cluster can hold one rollout "
+        f"({', '.join(f'{k}={v:g}' for k, v in demand.items())}); the nodes offer: {offered or 'none'}"
+    )

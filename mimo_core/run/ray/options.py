@@ -16,8 +16,18 @@ from mimo_core.errors import ConfigError
 INSTALL_HINT = "--runner ray needs the ray extra: uv sync --extra ray (or pip install 'mimoagent[ray]')"
 LOCAL = "local"
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "B": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4,
-          "KI": 1024, "MI": 1024**2, "GI": 1024**3, "TI": 1024**4}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 1000,
+    "M": 1000**2,
+    "G": 1000**3,
+    "T": 1000**4,
+    "KI": 1024,
+    "MI": 1024**2,
+    "GI": 1024**3,
+    "TI": 1024**4,
+}
 
 
 class RayResources(BaseModel):
@@ -51,8 +61,11 @@ class RayOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    address: str = Field(default="", description="a cluster to join (the head's host:port); '' = $RAY_ADDRESS, "
-                                                 "else start a local cluster for this run")
+    address: str = Field(
+        default="",
+        description="a cluster to join (the head's host:port); '' = $RAY_ADDRESS, "
+        "else start a local cluster for this run",
+    )
     resources: RayResources = Field(default_factory=RayResources)
     max_retries: int = Field(default=3, ge=0, description="tries again on another node when a node is lost")
 
