@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.cli.main import EXIT_DISK_FULL
+from mimo_core.cli.parser import EXIT_DISK_FULL
 from mimo_core.records.results import ResultsStore
 from testkit.scripted_llm import call, turns
 from testkit.tasks import write_config, write_tasks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mimo_core.cli.main import EXIT_ALL_INFRA
+from mimo_core.cli.parser import EXIT_ALL_INFRA
 from testkit.scripted_llm import call, turns
 from testkit.tasks import write_config, write_tasks
 from tests.core.conftest import run_cli

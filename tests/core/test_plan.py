@@ -133,8 +133,8 @@ def test_request_json_round_trip_never_carries_overrides(tmp_path: Path) -> None
 
 def test_cli_and_evaluate_job_build_the_same_request(tmp_path: Path) -> None:
     from mimo_assets.evaluate import EvaluateConfig
-    from mimo_core.cli.main import _request as cli_request
-    from mimo_core.cli.main import build_parser
+    from mimo_core.cli.parser import build_parser
+    from mimo_core.cli.parser import request_from_args as cli_request
 
     data, cfg = write_tasks(tmp_path, 2), write_config(tmp_path, "a")
     out = tmp_path / "out"

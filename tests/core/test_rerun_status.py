@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.cli.main import build_parser
+from mimo_core.cli.parser import build_parser
 from mimo_core.records.results import ResultsStore
 from mimo_core.run.attempts import ATTEMPTS_DIR
 from mimo_core.status import ExitStatus

@@ -9,7 +9,7 @@ import pytest
 from pydantic import Field
 
 from mimo_assets.evaluate import FILLED_BY_THE_RUN, EvaluateConfig
-from mimo_core.cli import main as cli
+from mimo_core.cli import parser as cli
 from mimo_core.errors import ConfigError
 from mimo_core.run.plan import RunRequest, request_fields
 from mimo_core.status import ExitStatus
@@ -84,7 +84,7 @@ def test_a_command_line_and_the_same_evaluate_config_make_the_same_request(tmp_p
         "--run-id",
         "r1",
     ]
-    from_cli = cli._request(cli.build_parser().parse_args(argv))
+    from_cli = cli.request_from_args(cli.build_parser().parse_args(argv))
     config = EvaluateConfig(
         dataset="d.jsonl",
         split="test",
@@ -104,4 +104,4 @@ def test_a_command_line_and_the_same_evaluate_config_make_the_same_request(tmp_p
 def test_a_bad_value_is_one_line_naming_the_flag(tmp_path: Path) -> None:
     args = cli.build_parser().parse_args(["-c", "a.yaml", "--dataset", "d", "-o", str(tmp_path), "--num-rollouts", "0"])
     with pytest.raises(ConfigError, match=r"^--num-rollouts: Input should be greater than or equal to 1$"):
-        cli._request(args)
+        cli.request_from_args(args)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mimo_core.cli.main import _Parser
+from mimo_core.cli.parser import Parser as _Parser
 from mimo_core.errors import ConfigError
 from mimo_core.exports.cli import main as export_main
 from tests.core.conftest import REPO

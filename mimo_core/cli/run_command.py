@@ -1,0 +1,176 @@
+"""The run command's flow: configs and rows loaded once, the output folder locked, the plan reported, the
+jobs run with live progress, observers told, the end-of-run table. The flags are `parser.py`'s."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mimo_core.cli.parser import EXIT_ALL_INFRA, check_flags, request_from_args
+
+
+def run(args: argparse.Namespace) -> int:
+    """The run command, from parsed flags to its exit code (bad input raises `ConfigError`)."""
+    from mimo_core.cli.input_checks import check_not_empty, check_output_dir, check_override_secrets
+    from mimo_core.config_checks import load_configs
+    from mimo_core.datasets.loader import load_tasks
+    from mimo_core.run.output_lock import output_lock
+    from mimo_core.run.plan import select
+
+    check_flags(args)
+    request = request_from_args(args)
+    for override in request.overrides:
+        check_override_secrets(override)
+    configs = load_configs(request.configs, request.overrides)
+    if request.recalc is None:
+        _warm_models(configs)
+    tasks = load_tasks(request.dataset, request.split)
+    selected = select(request.selection, tasks)
+    check_not_empty(len(selected), args.dataset, bool(args.slice or args.filter), args.allow_empty)
+    output = check_output_dir(args.output)
+    with output_lock(output, request.run_id):
+        return _run_locked(args, request, tasks, configs, output)
+
+
+def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], configs: list[Any], output: Path) -> int:
+    from mimo_core.records.results import ResultsStore
+    from mimo_core.run.observers import load_observers
+    from mimo_core.run.plan import plan_run
+
+    aside = ResultsStore(output).repair()
+    if aside is not None:
+        print(
+            f"mimoagent: {output / 'results.jsonl'}: incomplete line(s) moved to {aside.name}; "
+            "their rollouts are redone",
+            file=sys.stderr,
+        )
+    plan = plan_run(request, tasks, configs)
+    jobs = plan.jobs
+    print(
+        f"mimoagent: run {request.run_id}: {len(plan.tasks)} instances, {len(jobs)} rollouts to run"
+        + (f", {plan.skipped} already finished (use --redo-existing to rerun)" if plan.skipped > 0 else "")
+        + f" -> {output}",
+        file=sys.stderr,
+    )
+    if plan.changed:
+        print(
+            f"mimoagent: {plan.changed} finished rollout(s) ran with a config, row or repository that has "
+            "changed since; they are kept as they are (--rerun-changed runs them again)",
+            file=sys.stderr,
+        )
+    from mimo_core.environments.sweep import before_run
+
+    before_run(configs, sweep=args.ray is None)  # a Ray run's sandboxes live on its nodes (docs/ray.md)
+    observers = load_observers(request)
+    for r in observers:
+        r.start(plan)
+    try:
+        records = _run_with_progress(jobs, args.workers, observers, request.recalc is not None, args.ray)
+    finally:
+        for r in observers:
+            r.finish()
+    _print_summary(output, plan.selected)
+    if records and all(r.infra_error for r in records):
+        print(
+            f"mimoagent: every rollout of this run ({len(records)}) ended in an infrastructure error; "
+            f"see {output / 'results.jsonl'}",
+            file=sys.stderr,
+        )
+        return EXIT_ALL_INFRA
+    return 0
+
+
+def _warm_models(configs: list[Any]) -> None:
+    """Import the model SDKs and build the clients in the background while the dataset loads and the
+    first sandboxes start: `import openai` alone is most of the time to the first model request."""
+    import threading
+
+    from mimo_core.agents.factory import shared_model
+
+    def warm() -> None:
+        for c in configs:
+            if c.config.agent.type == "default":
+                try:
+                    shared_model(c.config.model)
+                except Exception:
+                    pass
+
+    # Not a daemon: an early error exit waits for the imports to finish, since interpreter shutdown
+    # during a daemon thread's `import openai` can crash the process (seen as SIGSEGV, not exit 2).
+    threading.Thread(target=warm, name="warm-models").start()
+
+
+def _run_with_progress(
+    jobs: list[Any],
+    workers: int,
+    observers: list[Any],
+    recalc: bool,
+    ray: Any = None,
+) -> list[Any]:
+    from mimo_core.cli.report import Tally
+    from mimo_core.run.batch import run_jobs
+
+    tally = Tally(len(jobs))
+    live = sys.stderr.isatty()
+    progress = None
+    if live and jobs:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), transient=False)
+        bar = progress.add_task(tally.line(), total=len(jobs))
+        progress.start()
+
+    def on_result(record: Any) -> None:
+        tally.add(record)
+        for r in observers:
+            r.record(record)
+        name = f"{record.instance_id} [{record.config_name}#{record.rollout_index}]"
+        why = _reason(record)
+        if recalc:
+            verdict = "Error" if record.infra_error else ("Pass" if record.passed else "Fail")
+            print(f"{name}: Recalculated - {verdict}{why and f' ({why})'}", flush=True)
+        if progress is not None:
+            progress.update(bar, advance=1, description=tally.line())
+            if why and not recalc:  # an error is printed above the bar, where it stays
+                progress.console.print(f"{name}: {record.exit_status}: {why}", markup=False, highlight=False)
+        elif not recalc:
+            print(
+                f"{name}: {record.exit_status} reward={record.reward}{why and f' ({why})'} · {tally.line()}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    try:
+        return run_jobs(jobs, workers, on_result, ray=ray)
+    finally:
+        if progress is not None:
+            progress.stop()
+
+
+def _reason(record: Any) -> str:
+    """Why a rollout ended in an error, on one line (the first line of its error), or ""."""
+    lines = (record.error or "").strip().splitlines() if record.error_class else []
+    first = " ".join(lines[0].split()) if lines else ""
+    return first[:300] + ("..." if len(first) > 300 else "")
+
+
+def _print_summary(output: Path, selected: frozenset[tuple[str, str, int]]) -> None:
+    """The table covers the rollouts this run selected, finished now or by an earlier run (a resume shows
+    the whole picture of its selection); records of other selections in the folder are counted beside it."""
+    from mimo_core.cli.report import render_table, summarize
+    from mimo_core.records.results import ResultsStore
+
+    everything = ResultsStore(output).load()
+    records = [r for k, r in everything.items() if k in selected]
+    if records:
+        print(render_table(summarize(records)))
+    others = len(everything) - len(records)
+    if others:
+        print(
+            f"(the table covers the {len(records)} rollout(s) this run selected; {output / 'results.jsonl'} "
+            f"holds {others} more from other selections)"
+        )
+    if everything:
+        print(f"results: {output / 'results.jsonl'}")
