@@ -115,7 +115,7 @@ def asset_event_summaries(
     ~0.4 ms a graded event, 40 s of a 100,000-rollout refresh); this reads the event log's rows and parses
     their JSON with the standard library (~30 µs). An event log that is not Dagster's SQL storage, or a row
     of a shape this code does not know, goes through the public API's deserializer, so nothing is lost."""
-    from dagster import AssetRecordsFilter, DagsterEventType
+    from dagster import AssetRecordsFilter, DagsterEventType, EventLogEntry
 
     kind = DagsterEventType.ASSET_OBSERVATION if observations else DagsterEventType.ASSET_MATERIALIZATION
     storage = instance.event_log_storage
@@ -142,7 +142,11 @@ def asset_event_summaries(
             summary = _summary_from_json(storage_id, run_id, timestamp, partition, body)
             if summary is None:
                 entry = deserialize_value(body)
+                if not isinstance(entry, EventLogEntry):
+                    raise ValueError(f"event log row {storage_id} is not an event log entry")
                 event = entry.asset_materialization or entry.asset_observation
+                if event is None:
+                    raise ValueError(f"event log row {storage_id} holds no asset event")
                 summary = AssetEventSummary(
                     storage_id,
                     run_id,
