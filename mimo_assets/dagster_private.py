@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         AssetMaterializationFailureReason,
         AssetMaterializationFailureType,
     )
+    from dagster._core.definitions.metadata import RawMetadataValue
     from dagster._core.events import (
         AssetFailedToMaterializeData,
         AssetMaterializationPlannedData,
@@ -55,6 +56,9 @@ _NAMES: dict[str, str] = {
     "SqlEventLogStorageTable": "dagster._core.storage.event_log.schema",
     # The argument type of a configurable storage class's constructor (how `dagster.yaml` builds one).
     "ConfigurableClassData": "dagster._serdes",
+    # The type of a plain metadata value (a number, text, a path, a MetadataValue...): what `metadata=`
+    # takes; the public API has no name for it (type annotations only).
+    "RawMetadataValue": "dagster._core.definitions.metadata",
 }
 
 # `mimoagent-dagster daemon` runs the daemon as `python -m <this>`: the `dagster-daemon` console script
@@ -223,6 +227,7 @@ __all__ = [
     "ConfigurableClassData",
     "ConsolidatedSqliteEventLogStorage",
     "DagsterEventBatchMetadata",
+    "RawMetadataValue",
     "SqlEventLogStorageTable",
     "asset_event_summaries",
     "enable_event_batches",

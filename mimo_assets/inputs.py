@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagster import AssetKey, AssetMaterialization, DagsterInstance, MetadataValue
 
@@ -20,6 +20,9 @@ from mimo_assets.eventlog.events import _DATA_VERSION, Upstream
 from mimo_assets.partitions import dataset_name
 from mimo_core.base.atomic_files import atomic_write_text
 from mimo_core.datasets.base import Task
+
+if TYPE_CHECKING:
+    from mimo_assets.dagster_private import RawMetadataValue
 
 
 def latest(instance: DagsterInstance, key: AssetKey) -> tuple[int | None, str | None, dict[str, Any]]:
@@ -87,7 +90,12 @@ def dataset_events(
     types: dict[str, int] = {}
     for t in tasks:
         types[t.dataset_type] = types.get(t.dataset_type, 0) + 1
-    source_meta = {"source": source, "split": split or "", "rows": len(tasks), "dataset": dataset_name(source, split)}
+    source_meta: dict[str, RawMetadataValue] = {
+        "source": source,
+        "split": split or "",
+        "rows": len(tasks),
+        "dataset": dataset_name(source, split),
+    }
     rows = AssetMaterialization(
         DATASET_ROWS,
         metadata={**source_meta, "dataset_types": types},

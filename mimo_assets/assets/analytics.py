@@ -9,6 +9,7 @@ embedded in the metadata and saved as a PNG. Every table is keyed by dataset, ki
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
@@ -34,8 +35,11 @@ from mimo_assets.eventlog.events import CODE_VERSION
 from mimo_core.records.rates import GRADED, PASS_RATE_OF_GRADED
 from resources import OutputStore
 
+if TYPE_CHECKING:
+    from mimo_assets.dagster_private import RawMetadataValue
 
-def _computed_from(df: pl.DataFrame) -> dict[str, object]:
+
+def _computed_from(df: pl.DataFrame) -> dict[str, RawMetadataValue]:
     """What an analytics asset was computed from: the runs and the number of rollouts."""
     runs = sorted(r for r in df["run_id"].unique().to_list() if r) if "run_id" in df.columns else []
     return {"runs": MetadataValue.json(runs), "rollouts": df.height}
@@ -46,7 +50,7 @@ def _publish(
     name: str,
     df: pl.DataFrame,
     source: pl.DataFrame,
-    **extra: object,
+    **extra: RawMetadataValue,
 ) -> MaterializeResult:
     path = store.tables_dir() / f"{name}.parquet"
     df.write_parquet(path)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dagster import AssetKey, AssetMaterialization, AssetObservation, MetadataValue
 
@@ -22,6 +23,9 @@ from mimo_assets.dagster_private import (
     AssetMaterializationFailureReason,
     AssetMaterializationFailureType,
 )
+
+if TYPE_CHECKING:
+    from mimo_assets.dagster_private import RawMetadataValue
 from mimo_assets.partitions import partition_key
 from mimo_core.base.redaction import redact
 from mimo_core.records.results import RESULTS_FILE, ResultRecord
@@ -100,7 +104,7 @@ def partition_events(
     run_dir = run_dir.resolve()
     trajs = [run_dir / r.output_dir / "traj.json" for r in records]
     rewards = [r.reward for r in records if r.reward is not None]
-    common = {
+    common: dict[str, RawMetadataValue] = {
         "run_id": first.run_id,
         "rollouts": len(records),
         "output_dir": MetadataValue.path(str(run_dir)),
@@ -197,7 +201,7 @@ def partition_failures(
     if run_dir is None:
         return failures
     run_dir = run_dir.resolve()
-    metadata = {
+    metadata: dict[str, RawMetadataValue] = {
         "status": FAILED,
         "error_class": _summary([str(r.error_class or r.exit_status) for r in bad]),
         "message": MetadataValue.text(why[:2000]),
