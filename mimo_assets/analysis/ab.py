@@ -68,7 +68,7 @@ def newcombe_paired(both: int, b_only: int, a_only: int, neither: int) -> tuple[
     l_b, u_b = wilson_interval(both + b_only, n)
     l_a, u_a = wilson_interval(both + a_only, n)
     denom = (both + b_only) * (a_only + neither) * (both + a_only) * (b_only + neither)
-    cross = both * neither - b_only * a_only
+    cross: float = both * neither - b_only * a_only
     if cross > 0:  # Newcombe's continuity correction of the correlation
         cross = max(cross - n / 2, 0.0)
     phi = cross / math.sqrt(denom) if denom else 0.0

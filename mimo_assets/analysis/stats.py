@@ -11,7 +11,7 @@ verifier said so (`passed` is True); ungraded counts as failed.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -144,7 +144,7 @@ def pass_at_k_table(df: pl.DataFrame, ks: list[int] | None = None) -> pl.DataFra
     per_instance = scored(df).group_by(*KEYS, "instance_id").agg(n=pl.len(), c=pl.col("ok").sum())
     rows: list[dict[str, Any]] = []
     for key, group in per_instance.group_by(*KEYS):
-        max_k = int(group["n"].min())
+        max_k = cast(int, group["n"].min())  # a count (pl.len()) per instance: an int
         for k in ks or range(1, max_k + 1):
             if k > max_k:
                 continue

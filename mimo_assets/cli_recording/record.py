@@ -12,7 +12,7 @@ from dagster import AssetMaterialization, DagsterEventType, DagsterInstance, Run
 
 from mimo_assets.asset_keys import GRADED_RESULTS, ROLLOUTS
 from mimo_assets.cli_recording.feed import Feed
-from mimo_assets.eventlog.events import run_tags
+from mimo_assets.eventlog.events import Kept, run_tags
 from mimo_assets.eventlog.pointers import Event
 from mimo_assets.eventlog.stream import materializations
 from mimo_assets.inputs import config_events, dataset_events, upstream
@@ -67,7 +67,7 @@ def record_cli_run(
     log: Any,
     dagster_run_id: str,
     pending: set[str] | None = None,
-) -> Iterator[AssetMaterialization | list[Event]]:
+) -> Iterator[AssetMaterialization | list[Event | Kept]]:
     """The CLI ran the rollouts; register its inputs and log each partition."""
     from mimo_core.datasets.loader import load_tasks
 
