@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from types import GenericAlias
+from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from dagster import AssetMaterialization, Config, DagsterInstance
 from pydantic import Field, create_model
@@ -49,7 +50,7 @@ def _config_type(annotation: Any) -> Any:
         return str
     if get_origin(annotation) is list:
         (item,) = get_args(annotation)
-        return list[_config_type(item)]
+        return GenericAlias(list, (_config_type(item),))  # list[item's config type]
     return annotation
 
 
@@ -76,14 +77,26 @@ class _EvaluateConfigBase(Config):
         return request_from_fields({**values, **resolved})
 
 
-EvaluateConfig = create_model(
-    "EvaluateConfig",
-    __base__=_EvaluateConfigBase,
-    __doc__="A dataset × config set, like a `mimoagent` command line (launchpad, schedules): RunRequest's "
-    "fields (mimo_core.run.plan.request_fields) less those the run fills in, plus how it runs.",
+_FIELDS: dict[str, Any] = {
     **{name: _field(name, info) for name, info in request_fields().items() if name not in FILLED_BY_THE_RUN},
     **_RUN_ONLY,
-)
+}
+
+if TYPE_CHECKING:
+
+    class EvaluateConfig(_EvaluateConfigBase):
+        """What a type checker sees of the model built below: its fields are made from RunRequest's."""
+
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    EvaluateConfig = create_model(
+        "EvaluateConfig",
+        __base__=_EvaluateConfigBase,
+        __doc__="A dataset × config set, like a `mimoagent` command line (launchpad, schedules): RunRequest's "
+        "fields (mimo_core.run.plan.request_fields) less those the run fills in, plus how it runs.",
+        **_FIELDS,
+    )
 
 
 def execute(

@@ -66,7 +66,10 @@ def evaluate_chunk(
             "the chunks are the slices (set ops.chunk_slices.config.rows/chunk_size)"
         )
     base = Path(config.output_dir).expanduser() if config.output_dir else output_store.run_dir(context.run.run_id)
-    cfg = config.model_copy(update={"slice": chunk, "output_dir": str(base / context.get_mapping_key())})
+    key = context.get_mapping_key()
+    if key is None:
+        raise ValueError("evaluate_chunk runs as a mapped step (one per chunk_slices output)")
+    cfg = config.model_copy(update={"slice": chunk, "output_dir": str(base / key)})
     tags = run_tags({k: v for k, v in context.run.tags.items() if k.startswith("mimoagent/")})
     yield from emit_all(
         context,

@@ -14,7 +14,8 @@ ones" over scattered partitions launched one run per partition (~1,000 runs at 1
   (assets/rollouts.cell_events): every key once, whatever lies between them.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from dagster import (
     AssetMaterialization,
@@ -178,7 +179,8 @@ def rerun_failed_in_chunks(context: RunStatusSensorContext) -> SensorResult | Sk
     keys = list(said.get("partitions") or [])
     if not keys:
         return SkipReason(f"rerun_failed run {run.run_id}: nothing to rerun")
-    cfg = (run.run_config or {}).get("ops", {}).get(REQUEST_OP, {}).get("config", {})
+    run_config: Mapping[str, Any] = run.run_config or {}  # the run's config: plain JSON values
+    cfg = run_config.get("ops", {}).get(REQUEST_OP, {}).get("config", {})
     extra = {k: cfg[k] for k in ("num_rollouts", "workers") if k in cfg}
     parts = chunks(keys, int(said.get("partitions_per_run", 0)))
     return SensorResult(
