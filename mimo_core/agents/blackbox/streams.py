@@ -55,7 +55,7 @@ def reassemble(protocol: str, raw: bytes, is_stream: bool) -> dict[str, Any]:
         return data if isinstance(data, dict) else {"json": data}
     events = [d for _, d in sse_events(raw) if isinstance(d, dict)]
     build = {"anthropic": _anthropic, "chat": _chat, "responses": _responses, "gemini": _gemini}.get(protocol)
-    out = build(events) if build else {"events": events}
+    out: dict[str, Any] = build(events) if build else {"events": events}
     out["_stream"] = True
     return out
 
@@ -174,7 +174,11 @@ def usage_of(protocol: str, response: dict[str, Any]) -> Usage:
     u = response.get("usageMetadata" if protocol == "gemini" else "usage") or {}
     if not isinstance(u, dict):
         return Usage()
-    num = lambda k: u.get(k) if isinstance(u.get(k), int) else 0  # noqa: E731
+
+    def num(key: str) -> int:
+        value = u.get(key)
+        return value if isinstance(value, int) else 0
+
     if protocol == "anthropic":
         cached = num("cache_read_input_tokens")
         return Usage(
