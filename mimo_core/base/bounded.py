@@ -77,7 +77,7 @@ def _yaml_shape(text: str) -> None:
         elif isinstance(event, yaml.AliasEvent):
             if event.anchor in open_anchors:
                 raise TooBig(f"the alias *{event.anchor} refers to itself")
-            size = sizes.get(event.anchor, 1)  # (an undefined one is the parser's error, later)
+            size = sizes.get(event.anchor, 1) if event.anchor else 1  # (an undefined one: the parser's error, later)
         else:
             continue
         stack[-1][1] += size

@@ -37,7 +37,8 @@ class NumbersAreNumbers(BaseModel):
     def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, bool) and info.field_name is not None:
             field = cls.model_fields.get(info.field_name)
-            if field is not None and _wants_number(field.annotation):
+            # A type form is hashable (what functools.cache needs); mypy does not count TypeForm as Hashable.
+            if field is not None and _wants_number(field.annotation):  # type: ignore[arg-type]
                 raise ValueError(f"expected a number, got the boolean {str(value).lower()}")
         return value
 
