@@ -15,6 +15,7 @@ import re
 import shlex
 import uuid
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -317,9 +318,9 @@ def secure_repository(
     cwd: str,
     base: RepoBase,
     *,
-    exempt: set[str] = frozenset(),  # type: ignore[assignment]
-    protected: set[str] = frozenset(),
-) -> tuple[list[Finding], set[str]]:  # type: ignore[assignment]
+    exempt: AbstractSet[str] = frozenset(),
+    protected: AbstractSet[str] = frozenset(),
+) -> tuple[list[Finding], set[str]]:
     """Restore the git config, then put the test infrastructure back (see the module's docstring).
     Returns the findings and every path put back or removed."""
     findings = _restore_git_config(env, cwd, base)
@@ -347,7 +348,7 @@ def split_patch(patch: str) -> list[tuple[set[str], str]]:
     starts = [m.start() for m in re.finditer(r"^diff --git ", patch, re.M)]
     if not starts:
         return [(set(), patch)] if patch else []
-    sections = [(set(), patch[: starts[0]])] if starts[0] else []
+    sections: list[tuple[set[str], str]] = [(set(), patch[: starts[0]])] if starts[0] else []
     for i, s in enumerate(starts):
         text = patch[s : starts[i + 1] if i + 1 < len(starts) else len(patch)]
         m = _DIFF_FILE.match(text)
