@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from mimo_core.environments.base import SandboxSpec
-from mimo_core.environments.shell import MAX_CAPTURE, ShellSession
+from mimo_core.environments.shell import MAX_CAPTURE, ShellSession, ShellStream
 from mimo_core.errors import SandboxError
 
 if TYPE_CHECKING:
@@ -84,13 +84,14 @@ class ContainerEnvironment:
 
     inline_output = True  # the host cannot see the container's files: a shell prints each call's output
     options_model: ClassVar[type[BaseModel]]
+    options: Any  # an instance of the backend's options_model (each backend reads its own fields)
     backend_name: ClassVar[str]
 
     def __init__(self, spec: SandboxSpec, config: EnvironmentConfig, **_: Any) -> None:
         self.spec = spec.model_copy(deep=True)
         self.config = config
         try:
-            self.options: Any = self.options_model.model_validate(config.backend_kwargs)
+            self.options = self.options_model.model_validate(config.backend_kwargs)
         except Exception as e:
             raise SandboxError(f"environment.backend_kwargs ({self.backend_name}): {e}") from None
         self.scratch_dir: str = self.options.scratch_dir
@@ -244,6 +245,10 @@ class ContainerEnvironment:
 
     def _extract_root(self, archive: bytes) -> None:
         """Unpack a tar (names relative to /) at / in the container, owners and modes as in the tar."""
+        raise NotImplementedError
+
+    def open_shell_stream(self, cwd: str) -> ShellStream:
+        """A new bash in the container at `cwd`: its stdin and its output (ShellHost)."""
         raise NotImplementedError
 
     # -- persistent shells (the ShellHost side of shell.py) ---------------------------------------------
