@@ -9,6 +9,7 @@ backend's name.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from mimo_core.environments.local import cleanup as local_cleanup
@@ -66,7 +67,7 @@ def cleanup_all(
     return f"removed {local} local sandbox(es), {containers} and {pods}", live
 
 
-def _pods(run_id: str | None, stale_only: bool, namespaces: list[str | None], live: list[str]) -> str:
+def _pods(run_id: str | None, stale_only: bool, namespaces: Sequence[str | None], live: list[str]) -> str:
     import os
     from pathlib import Path
 

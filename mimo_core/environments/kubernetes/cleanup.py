@@ -56,11 +56,11 @@ def cleanup(
             with contextlib.suppress(ApiException):
                 net.delete_namespaced_network_policy(pod.metadata.name, namespace)
         # Policies whose pod never came (the runner died between the two creates).
-        live = {p.metadata.name for p in pods}
+        live_pods = {p.metadata.name for p in pods}
         with contextlib.suppress(ApiException):
             for policy in net.list_namespaced_network_policy(namespace, label_selector=selector).items:
                 owner = {**(policy.metadata.labels or {}), **(policy.metadata.annotations or {})}
-                if policy.metadata.name in live or (stale_only and not is_stale(owner)):
+                if policy.metadata.name in live_pods or (stale_only and not is_stale(owner)):
                     continue
                 with contextlib.suppress(ApiException):
                     net.delete_namespaced_network_policy(policy.metadata.name, namespace)

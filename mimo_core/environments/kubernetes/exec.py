@@ -160,7 +160,7 @@ def run(
     stream: ExecStream,
     stdin: bytes | None,
     timeout: float,
-    on_stdout: Callable[[bytes], None],
+    on_stdout: Callable[[bytes], object],
     on_timeout: Callable[[], None] | None = None,
     grace: float = 5.0,
 ) -> ExecOutcome:
