@@ -158,7 +158,9 @@ def _package_sections(text: str) -> object:
     data = json.loads(text)
     if not isinstance(data, dict):
         return data
-    scripts = data.get("scripts") if isinstance(data.get("scripts"), dict) else {}
+    scripts = data.get("scripts")
+    if not isinstance(scripts, dict):
+        scripts = {}
     return ({k: data.get(k) for k in _PACKAGE_KEYS}, {k: scripts.get(k) for k in _PACKAGE_SCRIPTS})
 
 
