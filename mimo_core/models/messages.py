@@ -8,7 +8,7 @@ their signatures, Responses reasoning items) ride along in `provider_items`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -34,7 +34,7 @@ class Message(BaseModel):
 
     def wire(self, protocol: str, convert: Callable[[Message], Any]) -> Any:
         # The private dict directly: pydantic's attribute path for private fields costs ~4 µs a read.
-        private = self.__pydantic_private__
+        private = cast(dict[str, Any], self.__pydantic_private__)  # never None: the model has private fields
         key = (protocol, id(self))
         if private["_wire_key"] != key:
             private["_wire"], private["_wire_key"] = convert(self), key

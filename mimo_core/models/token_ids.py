@@ -103,7 +103,9 @@ def token_fields(data: dict[str, Any]) -> TokenFields:
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     entries = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
     entries = entries if isinstance(entries, list) and all(isinstance(e, dict) for e in entries) else None
-    meta = choice.get("meta_info") if isinstance(choice.get("meta_info"), dict) else {}
+    meta = choice.get("meta_info")
+    if not isinstance(meta, dict):
+        meta = {}
 
     if entries:
         out.logprobs = [float(e.get("logprob", 0.0)) for e in entries]
