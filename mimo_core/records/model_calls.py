@@ -279,7 +279,7 @@ def _rebuilt(records: list[_Raw]) -> Iterator[tuple[_Raw, dict[str, Any]]]:
         else:
             prev = data.get("prev")
             base = known.get(prev) if isinstance(prev, int) and prev < data["step"] else None
-            if base is None or "request_delta" not in data:
+            if base is None or not isinstance(prev, int) or "request_delta" not in data:
                 raise AgentMsgsError(
                     f"{raw.where}: step {data['step']} is neither a whole request nor a "
                     f"delta from an earlier step ({prev!r})"

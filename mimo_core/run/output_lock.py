@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from mimo_core.errors import MimoError
 
@@ -27,7 +28,7 @@ class OutputLocked(MimoError):
     """Another live mimoagent process writes to this output folder."""
 
 
-def _holder(path: Path) -> dict[str, object]:
+def _holder(path: Path) -> dict[str, Any]:  # the lock file's JSON
     try:
         data = json.loads(path.read_text() or "{}")
     except (OSError, ValueError):
@@ -35,7 +36,7 @@ def _holder(path: Path) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
-def _describe(holder: dict[str, object]) -> str:
+def _describe(holder: dict[str, Any]) -> str:
     if not holder:
         return "another mimoagent process"
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(holder.get("started", 0) or 0)))
