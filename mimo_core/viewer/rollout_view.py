@@ -79,8 +79,8 @@ def conversation(traj: Trajectory) -> list[TurnView]:
         turns.append(TurnView(role=m.role, content=m.content, reasoning=m.reasoning, calls=calls))
     assistant = [t for t in turns if t.role == "assistant"]
     if len(assistant) == len(traj.calls):  # one model call per assistant turn: show its usage beside it
-        for turn, call in zip(assistant, traj.calls, strict=True):
-            turn.call, turn.step = call, call.step
+        for turn, record in zip(assistant, traj.calls, strict=True):
+            turn.call, turn.step = record, record.step
     return turns
 
 
