@@ -97,7 +97,7 @@ def parse_resources(text: str, what: str = "--ray-resources") -> RayResources:
             fields["num_gpus"] = amount
         else:
             custom[name] = amount
-    return RayResources(**fields, custom=custom)  # type: ignore[arg-type]
+    return RayResources(**fields, custom=custom)
 
 
 def _bytes(text: str) -> int:
