@@ -19,6 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from mimo_core.containment.events import Kind
 from mimo_core.datasets.git import HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.environments.base import Environment, read_head
 from mimo_core.errors import SandboxError
@@ -280,7 +281,11 @@ def _revert_script(plan: Plan, sha_by_path: dict[str, tuple[str, str]]) -> str:
 
 def _findings(plan: Plan) -> list[Finding]:
     out = []
-    for kind, verb in (("tampered_tests", "put back to the task's version"), ("tests_added", "removed")):
+    kinds: tuple[tuple[Kind, str], ...] = (
+        ("tampered_tests", "put back to the task's version"),
+        ("tests_added", "removed"),
+    )
+    for kind, verb in kinds:
         paths = sorted(p for p, k in plan.why.items() if k == kind)
         if paths:
             shown = ", ".join(paths[:_SHOWN]) + (f" and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else "")

@@ -7,12 +7,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mimo_core.containment.events import Kind
+
 
 class Finding(BaseModel):
     """Something grading found that the agent did to its grade: recorded as a containment event of
     `kind`. `zeroes`: the verdict itself is void (reward 0 whatever `grading.tamper` says)."""
 
-    kind: str
+    kind: Kind
     detail: str
     zeroes: bool = False
 

@@ -12,6 +12,7 @@ import math
 import shlex
 from typing import Any
 
+from mimo_core.containment.events import Kind
 from mimo_core.environments.base import Environment
 from mimo_core.grading.grade import Finding, Grade
 
@@ -19,7 +20,7 @@ TAIL_CHARS = 4000
 CRASH_SENTINEL = -1.0
 REWARD_FILES = ("reward.json", "reward.txt")
 MAX_REWARD_BYTES = 64 * 1024  # a verifier's reward file is a few bytes; a bigger one is not its write
-FORGED = "forged_verdict"
+FORGED: Kind = "forged_verdict"
 
 
 def tail(text: str, limit: int = TAIL_CHARS) -> str:

@@ -51,7 +51,7 @@ def begin_grading(env: Environment, dtype: DatasetType, task: Task, rec: Rollout
         rec.containment.add("planted_files", "found where only the verifier writes, removed: " + ", ".join(planted))
     found = put_back(env, dtype, task)
     for f in found:
-        rec.containment.add(f.kind, f.detail)  # type: ignore[arg-type]
+        rec.containment.add(f.kind, f.detail)
     rec.log(
         f"grading: {alive} process(es) of the agent killed; verifier folders fresh"
         + (f"; removed {len(planted)} planted file(s)" if planted else "")
@@ -110,9 +110,10 @@ def grade_rollout(
             raise
         grade = Grade(infra_error=f"grading failed: {e}")
     for f in grade.findings:
-        rec.containment.add(f.kind, f.detail)  # type: ignore[arg-type]
-    if getattr(dtype, "history", None):
-        grade.details.setdefault("history_cut", dtype.history)  # type: ignore[attr-defined]
+        rec.containment.add(f.kind, f.detail)
+    history = getattr(dtype, "history", None)  # a repository dataset type's history cut, when it made one
+    if history:
+        grade.details.setdefault("history_cut", history)
     earlier = _unique(getattr(dtype, "tamper_findings", []))
     grade = apply_policy(grade, earlier + grade.findings, job.config.config.grading.tamper)
     grade = blame(job, grade, rec, cancel, reference)
