@@ -20,7 +20,7 @@ from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, DagsterI
 
 from mimo_assets.asset_keys import GRADED_RESULTS
 from mimo_core.records.results import ResultRecord, ResultsStore
-from mimo_core.run.rollout import GT
+from mimo_core.run.job import GT
 
 # The kinds of run a record comes from; tables never pool two of them.
 RUN_KINDS = {

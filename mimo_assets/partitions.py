@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from dagster import DynamicPartitionsDefinition
 
-from mimo_core.run.rollout import safe_name
+from mimo_core.run.job import safe_name
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance

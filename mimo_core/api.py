@@ -17,8 +17,9 @@ from mimo_core.config_checks import check_config, check_templates_fit
 from mimo_core.datasets.base import Task
 from mimo_core.datasets.loader import validate_row
 from mimo_core.records.results import ResultRecord
+from mimo_core.run.job import RolloutJob
 from mimo_core.run.plan import new_run_id
-from mimo_core.run.rollout import RolloutJob, run_one
+from mimo_core.run.rollout import run_one
 
 
 def make_config(data: Mapping[str, Any], name: str = "config") -> NamedConfig:

@@ -40,8 +40,8 @@ from mimo_assets.partitions import partition_key, rollout_partitions, split_key
 from mimo_core.config import NamedConfig
 from mimo_core.datasets.base import Task
 from mimo_core.errors import ConfigError
+from mimo_core.run.job import GT, RolloutJob
 from mimo_core.run.plan import RunRequest, Selection, plan_run
-from mimo_core.run.rollout import GT, RolloutJob
 from mimo_core.settings import CodeLocationSettings, parse_partitions_per_run
 from resources import BatchRunner, ModelEndpoint, OutputStore, SandboxBackend
 

@@ -29,7 +29,7 @@ from mimo_assets.eventlog.events import (
 from mimo_assets.eventlog.pointers import Event
 from mimo_assets.partitions import partition_key
 from mimo_core.records.results import ResultRecord
-from mimo_core.run.rollout import RolloutJob
+from mimo_core.run.job import RolloutJob
 
 _END = object()
 

@@ -12,7 +12,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING
 
 from mimo_core.records.results import ResultRecord
-from mimo_core.run.rollout import RolloutJob, run_one
+from mimo_core.run.job import RolloutJob
+from mimo_core.run.rollout import run_one
 
 if TYPE_CHECKING:
     from mimo_core.run.ray.options import RayOptions

@@ -28,7 +28,7 @@ from mimo_core.errors import ConfigError
 from mimo_core.records.results import RESULTS_FILE, ResultsStore
 from mimo_core.records.trajectory import read_trajectory
 from mimo_core.run.input_change import input_changed, repo_fingerprint
-from mimo_core.run.rollout import GT, RolloutJob
+from mimo_core.run.job import GT, RolloutJob
 from mimo_core.status import ExitStatus
 
 

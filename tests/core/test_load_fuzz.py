@@ -25,7 +25,7 @@ from mimo_core.config_checks import load_config
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.errors import ConfigError, DatasetError
 from mimo_core.run.folder_names import folder_name
-from mimo_core.run.rollout import input_fingerprint
+from mimo_core.run.job import input_fingerprint
 from testkit.tasks import EVAL, write_config
 
 MEMORY_BOUND = 64 << 20  # bytes allocated at the peak of one load

@@ -10,7 +10,8 @@ import pytest
 from mimo_core.config import read_config
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.records.results import ResultsStore
-from mimo_core.run.rollout import RolloutJob, run_one
+from mimo_core.run.job import RolloutJob
+from mimo_core.run.rollout import run_one
 from tests.core.conftest import run_cli
 from tests.harbor.conftest import write_harbor_config, write_harbor_task, write_rows
 

@@ -25,7 +25,8 @@ def test_the_endpoint_host_comes_from_the_config_without_an_sdk_or_credentials()
         from pathlib import Path
         from mimo_core.config import MimoConfig, NamedConfig
         from mimo_core.datasets.base import Task
-        from mimo_core.run.rollout import RolloutJob, _model_info
+        from mimo_core.run.job import RolloutJob
+        from mimo_core.run.rollout_record import _model_info
         out = {}
         for agent, protocol in (("default", "chat"), ("claude-code", "anthropic"), ("codex", "responses")):
             cfg = MimoConfig.model_validate({"agent": {"type": agent}, "model": {"protocol": protocol,

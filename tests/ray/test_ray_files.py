@@ -11,9 +11,10 @@ from mimo_core.config import read_configs
 from mimo_core.datasets.loader import load_tasks
 from mimo_core.records.results import ResultsStore
 from mimo_core.records.trajectory import read_trajectory
+from mimo_core.run.job import RolloutJob
 from mimo_core.run.ray.files import commit
 from mimo_core.run.ray.remote import pack_dir
-from mimo_core.run.rollout import RolloutJob, write_failure
+from mimo_core.run.rollout_record import write_failure
 from mimo_core.status import ExitStatus
 from testkit.tasks import write_config, write_tasks
 

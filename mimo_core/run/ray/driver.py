@@ -23,10 +23,11 @@ from typing import Any
 from mimo_core.errors import ConfigError
 from mimo_core.records.results import ResultRecord, ResultsStore
 from mimo_core.run.disk_full import disk_full, is_disk_full
+from mimo_core.run.job import RolloutJob
 from mimo_core.run.ray.files import commit
 from mimo_core.run.ray.options import LOCAL, RayOptions
 from mimo_core.run.ray.remote import CANCEL_GRACE_S, RemoteResult, pack_dir, run_remote
-from mimo_core.run.rollout import RolloutJob, write_failure
+from mimo_core.run.rollout_record import write_failure
 from mimo_core.status import ExitStatus
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from mimo_core.records.results import ResultRecord, ResultsStore
 from mimo_core.run.attempts import ATTEMPTS_DIR, is_finished_attempt, keep_failed_attempt
-from mimo_core.run.rollout import RolloutJob, adopt_legacy_folder
+from mimo_core.run.job import RolloutJob
+from mimo_core.run.rollout import adopt_legacy_folder
 
 
 def unpack(data: bytes, into: Path) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from mimo_core.records.results import ResultRecord
-from mimo_core.run.rollout import RolloutJob, run_one
+from mimo_core.run.job import RolloutJob
+from mimo_core.run.rollout import run_one
 
 CANCEL_GRACE_S = 30.0  # how long a cancelled rollout gets to stop its commands and remove its sandboxes
 
