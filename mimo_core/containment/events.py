@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel
 
@@ -33,7 +33,7 @@ Kind = Literal[
 # which careless agents leave too (a dev server), new test files (honest agents write tests) and changes
 # outside the repository (an honest `pip install`; put back all the same): the record counts them apart.
 _APART = {"lingering_processes", "tests_added", "system_files"}
-ATTEMPT_KINDS: frozenset[str] = frozenset(Kind.__args__) - _APART  # type: ignore[attr-defined]
+ATTEMPT_KINDS: frozenset[str] = frozenset(get_args(Kind)) - _APART
 
 
 class ContainmentEvent(BaseModel):

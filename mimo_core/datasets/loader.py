@@ -164,13 +164,15 @@ def validate_row(raw: Any, source: str, number: int, origin: str | None = None) 
 def _repo_dir_problem(task: Task) -> str | None:
     """A row's starting files come from inside the dataset's own folder: `repo_dir: /` or `../../..`
     would copy the host into every sandbox."""
-    repo_dir = getattr(task, "repo_dir", None)
-    if not repo_dir or not task.source:
+    from mimo_core.datasets.repo_dataset import RepoTask  # the row model of every type with a repo_dir
+
+    if not isinstance(task, RepoTask) or not task.repo_dir or not task.source:
         return None
+    repo_dir = task.repo_dir
     base = Path(task.source)
     base = (base if base.is_dir() else base.parent).resolve()
     try:
-        target = task.resolve(repo_dir).resolve()  # type: ignore[attr-defined]
+        target = task.resolve(repo_dir).resolve()
     except (OSError, RuntimeError, ValueError) as e:  # a link loop, a NUL byte
         return f"{repo_dir!r} cannot be resolved ({e})"
     if target != base and not target.is_relative_to(base):

@@ -88,14 +88,15 @@ def read_pytest(output: str) -> PytestReport:
     """The report of the runner's own summary section in `output` (see the module's doc)."""
     lines = [_ANSI.sub("", line).strip() for line in output.splitlines()]
     report = PytestReport(started=any(_STARTS.match(line) for line in lines))
-    final = next((i for i in range(len(lines) - 1, -1, -1) if _FINAL.match(lines[i])), None)
-    if final is None:
+    found = next(((i, m) for i in range(len(lines) - 1, -1, -1) if (m := _FINAL.match(lines[i]))), None)
+    if found is None:
         return report
+    final, final_match = found
     report.final_line = lines[final]
     after = sum(1 for line in lines[final + 1 :] if _PYTEST_LINE.match(line) or _HEADER.match(line))
     if after:  # pytest prints nothing of its summary after its last line: someone else printed these
         report.conflicts.append(f"{after} result line(s) printed after pytest's final line")
-    report.counts = _counts(_FINAL.match(lines[final]).group("stats"))  # type: ignore[union-attr]
+    report.counts = _counts(final_match.group("stats"))
     headers = [i for i in range(final) if _HEADER.match(lines[i])]
     if len(headers) > 1:
         report.conflicts.append(f"{len(headers)} 'short test summary info' sections in one run")

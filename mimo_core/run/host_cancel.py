@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from mimo_core.errors import DatasetError, MimoError
 from mimo_core.status import ExitStatus
@@ -67,12 +68,12 @@ def copy_tree(src: Path | str, dest: Path | str) -> None:
     shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True, copy_function=_copy_file)
 
 
-def run_stoppable(argv: list[str], what: str, **popen: object) -> subprocess.CompletedProcess[bytes]:
+def run_stoppable(argv: list[str], what: str, **popen: Any) -> subprocess.CompletedProcess[bytes]:
     """`subprocess.run(argv, capture_output=True)`, killed (its whole process group) when the run stops."""
     check_stop(what)
     with subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, **popen
-    ) as proc:  # type: ignore[call-overload]
+    ) as proc:
         out: list[bytes] = []
         err: list[bytes] = []
         readers = [
