@@ -86,6 +86,7 @@ def _yaml_shape(text: str) -> None:
             raise TooBig(f"more than {MAX_NODES:,} values once its aliases are expanded")
 
 
+# A base chosen at run time (libyaml's loader where it is built in): mypy takes only a static base class.
 class _UniqueKeyLoader(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
     """Safe YAML where a key given twice in one mapping is an error, not "the last one wins"."""
 
