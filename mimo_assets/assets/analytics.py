@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from mimo_assets.dagster_private import RawMetadataValue
 
 
-def _computed_from(df: pl.DataFrame) -> dict[str, RawMetadataValue]:
+def _computed_from(df: pl.DataFrame) -> "dict[str, RawMetadataValue]":
     """What an analytics asset was computed from: the runs and the number of rollouts."""
     runs = sorted(r for r in df["run_id"].unique().to_list() if r) if "run_id" in df.columns else []
     return {"runs": MetadataValue.json(runs), "rollouts": df.height}
@@ -50,7 +50,7 @@ def _publish(
     name: str,
     df: pl.DataFrame,
     source: pl.DataFrame,
-    **extra: RawMetadataValue,
+    **extra: "RawMetadataValue",
 ) -> MaterializeResult:
     path = store.tables_dir() / f"{name}.parquet"
     df.write_parquet(path)
