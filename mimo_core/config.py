@@ -88,7 +88,9 @@ class PricingConfig(_Strict):
 
     input: float = Field(0.0, ge=0)
     output: float = Field(0.0, ge=0)
-    cached_input: float | None = Field(None, ge=0)  # defaults to `input`
+    cached_input: float | None = Field(None, ge=0)  # cache reads; defaults to `input`
+    cache_write: float | None = Field(None, ge=0)  # cache writes (Anthropic's cache creation); defaults to `input`
+    reasoning: float | None = Field(None, ge=0)  # reasoning tokens (of the output); defaults to `output`
 
 
 class ModelConfig(_Strict):
@@ -99,6 +101,11 @@ class ModelConfig(_Strict):
     pricing: PricingConfig | None = None
     # vLLM: each reply carries the prompt's and the completion's token ids and logprobs (the rl export)
     return_token_ids: bool = False
+    # The endpoint's limits, shared by every rollout of the process that calls it (base URL + model name;
+    # models/endpoint_budget.py). Unset: adaptive concurrency from the endpoint's overload answers.
+    max_concurrency: int | None = Field(None, ge=1, le=100_000)
+    requests_per_minute: float | None = Field(None, gt=0, le=1e9)
+    tokens_per_minute: float | None = Field(None, gt=0, le=1e12)
 
     @field_validator("model_kwargs")
     @classmethod

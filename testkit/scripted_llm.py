@@ -19,6 +19,7 @@ from typing import Any
 
 from mimo_core.agents.blackbox.loopback_server import LoopbackServer
 from testkit import scripted_stream as ss
+from testkit.scripted_limits import ServerLimits
 from testkit.scripted_render import RENDER, error_body, gemini_route, render_responses
 from testkit.scripted_reply import Reply, call, signature_for
 from testkit.strict_requests import strict_error_reply, validation_error
@@ -116,6 +117,7 @@ class ScriptedLLM(LoopbackServer):
         self._injections: list[_Injection] = []
         self._chaos: tuple[random.Random, float, float] | None = None
         self._ids = itertools.count(1)
+        self.limits: ServerLimits | None = None  # rate limits as the providers answer them (scripted_limits.py)
 
     # lifecycle (start/stop/with: LoopbackServer) -------------------------------------------------------
     def start(self) -> ScriptedLLM:
@@ -150,6 +152,11 @@ class ScriptedLLM(LoopbackServer):
         `raw` sends those bytes as the body instead (e.g. status 200 with an HTML page)."""
         with self._lock:
             self._injections.append(_Injection(status, times, retry_after, body, delay, headers, raw, content_type))
+
+    def rate_limit(self, **kwargs: Any) -> ServerLimits:
+        """Limit concurrency and requests per window like a provider (`ServerLimits`'s fields)."""
+        self.limits = ServerLimits(**kwargs)
+        return self.limits
 
     def chaos(self, rate: float, seed: int = 0, hang_s: float = 2.0) -> None:
         """Fail a random `rate` of requests (seeded) with a 500, a 429, an HTML page with status 200, or a
@@ -194,6 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers: dict[str, str] | None = None,
         content_type: str = "application/json",
     ) -> None:
+        self._release_slot()
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -203,7 +211,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _release_slot(self) -> None:
+        """The reply is ready: its rate-limit slot is given back before it is written."""
+        if getattr(self, "_slot", None) is not None:
+            self._slot.release()
+            self._slot = None
+
     def do_POST(self) -> None:
+        self._slot: ServerLimits | None = None
+        try:
+            self._post()
+        finally:
+            self._release_slot()
+
+    def _post(self) -> None:
         llm = self.llm
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b"{}"
@@ -220,6 +241,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         req = Request(protocol, path, body, {k.lower(): v for k, v in self.headers.items()}, raw)
         llm._record(req)
+        if llm.limits is not None:
+            refusal = llm.limits.admit()
+            if refusal is not None:
+                self._send(*refusal)
+                return
+            self._slot = llm.limits
         inj = llm._take_injection()
         if inj is not None:
             if inj.delay > 0:
@@ -259,6 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_stream(self, protocol: str, reply: Reply, body: dict[str, Any], n: int) -> None:
         """Server-sent events with chunked encoding, as the streaming APIs send them (scripted_stream.py)."""
+        self._release_slot()
         frames = {
             "anthropic": lambda: ss.anthropic_events(reply, body, n),
             "chat": lambda: ss.chat_events(reply, body, n),

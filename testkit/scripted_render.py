@@ -144,10 +144,10 @@ def render_anthropic(reply: Reply, body: dict[str, Any], n: int) -> dict[str, An
         "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
         "stop_sequence": None,
         "usage": {
-            "input_tokens": reply.prompt_tokens - reply.cached_tokens,
+            "input_tokens": reply.prompt_tokens - reply.cached_tokens - reply.cache_write_tokens,
             "output_tokens": reply.completion_tokens,
             "cache_read_input_tokens": reply.cached_tokens,
-            "cache_creation_input_tokens": 0,
+            "cache_creation_input_tokens": reply.cache_write_tokens,
         },
     }
 

@@ -21,8 +21,9 @@ class Reply:
     prompt_tokens: int = 10
     completion_tokens: int = 5
     logprobs: bool = False
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens
+    reasoning_tokens: int = 0  # of completion_tokens
+    cache_write_tokens: int = 0  # of prompt_tokens (Anthropic's cache_creation_input_tokens)
 
 
 def call(name: str, **args: Any) -> Reply:

@@ -29,10 +29,10 @@ def _pieces(text: str) -> list[str]:
 def anthropic_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]:
     """Messages API stream: message_start, one start/delta.../stop per content block, message_delta, stop."""
     usage = {
-        "input_tokens": reply.prompt_tokens - reply.cached_tokens,
+        "input_tokens": reply.prompt_tokens - reply.cached_tokens - reply.cache_write_tokens,
         "output_tokens": 1,
         "cache_read_input_tokens": reply.cached_tokens,
-        "cache_creation_input_tokens": 0,
+        "cache_creation_input_tokens": reply.cache_write_tokens,
     }
     yield _frame(
         {
@@ -212,7 +212,7 @@ def gemini_events(reply: Reply, body: dict[str, Any], n: int) -> Iterator[bytes]
         parts.append({"functionCall": {"name": name, "args": parsed, "id": f"call_{n}_{i}"}})
     usage = {
         "promptTokenCount": reply.prompt_tokens,
-        "candidatesTokenCount": reply.completion_tokens,
+        "candidatesTokenCount": reply.completion_tokens - reply.reasoning_tokens,  # thoughts are counted apart
         "totalTokenCount": reply.prompt_tokens + reply.completion_tokens,
         "cachedContentTokenCount": reply.cached_tokens,
         "thoughtsTokenCount": reply.reasoning_tokens,

@@ -63,7 +63,8 @@ class DefaultAgent:
             return ExitStatus.STEP_LIMIT
         if c.cost_limit and state.cost >= c.cost_limit:
             return ExitStatus.COST_LIMIT
-        if c.time_limit and time.monotonic() - state.started >= c.time_limit:
+        paused = getattr(self.cancel, "paused_s", 0.0)  # waits for the endpoint's budget (agents/stop.py)
+        if c.time_limit and time.monotonic() - state.started - paused >= c.time_limit:
             return ExitStatus.TIME_LIMIT
         return stopped_status(self.cancel)
 
@@ -170,12 +171,7 @@ class _LoopState:
 
     def add(self, resp: Any) -> None:
         u = resp.usage
-        self.usage = Usage(
-            prompt_tokens=self.usage.prompt_tokens + u.prompt_tokens,
-            completion_tokens=self.usage.completion_tokens + u.completion_tokens,
-            cached_tokens=self.usage.cached_tokens + u.cached_tokens,
-            reasoning_tokens=self.usage.reasoning_tokens + u.reasoning_tokens,
-        )
+        self.usage = self.usage + u
         self.cost += resp.cost
         self.calls.append(
             CallRecord(
@@ -184,6 +180,7 @@ class _LoopState:
                 latency_s=resp.latency_s,
                 cost=resp.cost,
                 attempts=resp.attempts,
+                wait_s=getattr(resp, "wait_s", 0.0),
                 finish_reason=resp.finish_reason,
                 token_ids=resp.token_ids,
                 prompt_token_ids=resp.prompt_token_ids,

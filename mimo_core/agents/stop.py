@@ -25,10 +25,29 @@ class AgentStop(threading.Event):
         super().__init__()
         self.cancel = cancel
         self.deadline = time.monotonic() + seconds if seconds and seconds > 0 else None
+        self._pauses = 0  # calls waiting for their endpoint's budget (models/endpoint_budget.py)
+        self._paused_at = 0.0
+        self._pause_lock = threading.Lock()
+        self.paused_s = 0.0  # the clock stood still this long: the time limit does not count it
+
+    def pause_clock(self) -> None:
+        with self._pause_lock:
+            if self._pauses == 0:
+                self._paused_at = time.monotonic()
+            self._pauses += 1
+
+    def resume_clock(self) -> None:
+        with self._pause_lock:
+            self._pauses -= 1
+            if self._pauses == 0:
+                gap = time.monotonic() - self._paused_at
+                self.paused_s += gap
+                if self.deadline is not None:
+                    self.deadline += gap
 
     @property
     def timed_out(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
+        return self.deadline is not None and not self._pauses and time.monotonic() >= self.deadline
 
     @property
     def interrupted(self) -> bool:
@@ -38,7 +57,11 @@ class AgentStop(threading.Event):
         return super().is_set() or self.interrupted or self.timed_out
 
     def remaining(self) -> float | None:
-        return None if self.deadline is None else max(self.deadline - time.monotonic(), 0.0)
+        """Seconds left of the time limit (None: none); while the clock is paused, as many as at the pause."""
+        if self.deadline is None:
+            return None
+        now = self._paused_at if self._pauses else time.monotonic()
+        return max(self.deadline - now, 0.0)
 
     def wait(self, timeout: float | None = None) -> bool:
         end = None if timeout is None else time.monotonic() + timeout

@@ -25,7 +25,7 @@ REPEAT_S = 0.5  # past the limit, running commands are killed again this often u
 
 
 @contextlib.contextmanager
-def agent_deadline(env: Environment, seconds: float) -> Iterator[None]:
+def agent_deadline(env: Environment, seconds: float, stop: threading.Event | None = None) -> Iterator[None]:
     """At the time limit, kill the command the agent is running (the loop checks its limits between
     steps, so a long command would otherwise overrun it by up to the tool's own timeout). The agent's
     own clock starts a moment after this one, so it may start one more command after the kill: that
@@ -37,8 +37,14 @@ def agent_deadline(env: Environment, seconds: float) -> Iterator[None]:
     done = threading.Event()
 
     def enforce() -> None:
-        if done.wait(seconds):
-            return
+        remaining = getattr(stop, "remaining", None)  # an AgentStop: its clock stands still during budget waits
+        if remaining is None:
+            if done.wait(seconds):
+                return
+        else:
+            while (left := remaining()) is not None and left > 0:
+                if done.wait(min(left, 1.0)):
+                    return
         while not done.is_set():
             interrupt()
             done.wait(REPEAT_S)

@@ -114,10 +114,16 @@ class AnthropicModel(ProtocolModel):
         )
         out.finish_reason = data.get("stop_reason")
         usage = data.get("usage") or {}
-        cache_read = as_int(usage.get("cache_read_input_tokens"))
-        prompt = as_int(usage.get("input_tokens")) + cache_read + as_int(usage.get("cache_creation_input_tokens"))
+        cache_read, written = (
+            as_int(usage.get("cache_read_input_tokens")),
+            as_int(usage.get("cache_creation_input_tokens")),
+        )
+        prompt = as_int(usage.get("input_tokens")) + cache_read + written
         out.usage = Usage(
-            prompt_tokens=prompt, completion_tokens=as_int(usage.get("output_tokens")), cached_tokens=cache_read
+            prompt_tokens=prompt,
+            completion_tokens=as_int(usage.get("output_tokens")),
+            cached_tokens=cache_read,
+            cache_write_tokens=written,
         )
 
 

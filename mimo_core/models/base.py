@@ -11,14 +11,22 @@ from mimo_core.models.messages import Message, ToolSchema
 
 
 class Usage(BaseModel):
+    """Tokens of one call or a sum of them, alike for every protocol (docs/models.md, "Costs"): the prompt
+    counts every input token, cached (read from the provider's cache) and cache-written ones included; the
+    completion counts every output token, reasoning ones included."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's cache
+    reasoning_tokens: int = 0  # of completion_tokens, the model's reasoning
+    cache_write_tokens: int = 0  # of prompt_tokens, written to the provider's cache (Anthropic's cache creation)
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
 class CallRecord(BaseModel):
@@ -34,6 +42,7 @@ class CallRecord(BaseModel):
     token_ids: list[int] | None = None
     prompt_token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    wait_s: float = 0.0  # waited for the endpoint's budget before its attempts (not in latency_s)
 
 
 class ModelResponse(BaseModel):
@@ -44,6 +53,7 @@ class ModelResponse(BaseModel):
     latency_s: float = 0.0
     cost: float = 0.0
     attempts: int = 1  # 1 + number of retries
+    wait_s: float = 0.0  # waited for the endpoint's budget (models/endpoint_budget.py); not in latency_s
     finish_reason: str | None = None
     token_ids: list[int] | None = None  # completion token ids when the endpoint returns them
     prompt_token_ids: list[int] | None = None

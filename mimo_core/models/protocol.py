@@ -21,9 +21,10 @@ from mimo_core.models.base import ModelResponse, Usage
 from mimo_core.models.body_text import BodyEncoder, WireLists
 from mimo_core.models.call_limits import bounded, bounded_client_kwargs
 from mimo_core.models.endpoint import host_of
+from mimo_core.models.endpoint_budget import budget_for
 from mimo_core.models.interruptible import Cancelled, call_interruptibly
 from mimo_core.models.messages import Message, ToolSchema
-from mimo_core.models.retry import UnusableReply, call_with_retry
+from mimo_core.models.retry import UnusableReply, call_with_retry, http_status, retry_after
 from mimo_core.models.secrets import client_secrets, scrub
 from mimo_core.models.tool_args import tool_choice_for
 
@@ -59,13 +60,25 @@ def split_kwargs(cfg: ModelConfig, sdk: Any) -> tuple[dict[str, Any], dict[str, 
 
 
 def compute_cost(usage: Usage, pricing: PricingConfig | None) -> float:
+    """Dollars for one call's usage (docs/models.md, "Costs"): each kind of token at its rate, a rate not
+    given at the plain one's (cache reads and writes at `input`, reasoning at `output`)."""
     if pricing is None:
         return 0.0
-    cached_price = pricing.cached_input if pricing.cached_input is not None else pricing.input
-    uncached = max(usage.prompt_tokens - usage.cached_tokens, 0)
-    return (
-        uncached * pricing.input + usage.cached_tokens * cached_price + usage.completion_tokens * pricing.output
-    ) / 1e6
+
+    def rate(value: float | None, plain: float) -> float:
+        return value if value is not None else plain
+
+    cached = min(usage.cached_tokens, usage.prompt_tokens)
+    written = min(usage.cache_write_tokens, usage.prompt_tokens - cached)
+    reasoning = min(usage.reasoning_tokens, usage.completion_tokens)
+    dollars_per_m = (
+        (usage.prompt_tokens - cached - written) * pricing.input
+        + cached * rate(pricing.cached_input, pricing.input)
+        + written * rate(pricing.cache_write, pricing.input)
+        + (usage.completion_tokens - reasoning) * pricing.output
+        + reasoning * rate(pricing.reasoning, pricing.output)
+    )
+    return dollars_per_m / 1e6
 
 
 def as_int(value: Any) -> int:
@@ -98,6 +111,7 @@ class ProtocolModel:
         self.request_kwargs = request_kwargs
         self.endpoint_host = host_of(client.base_url)
         self.secrets = client_secrets(client)
+        self.budget = budget_for(cfg)  # shared with every rollout calling the same endpoint
         register(self.secrets)  # every writer redacts them from now on
 
     def build_body(self, messages: list[Message], tools: list[ToolSchema]) -> dict[str, Any]:
@@ -142,9 +156,24 @@ class ProtocolModel:
         text = self.body_encoder.encode(body)
         payload = text.encode()
         start = time.perf_counter()
+        budget, tickets = self.budget, []
+        estimate = len(payload) // 4  # tokens, roughly, until the endpoint says (tokens_per_minute)
+
+        def attempt() -> dict[str, Any]:
+            """One attempt holds one slot of the endpoint's budget, given back with how it went."""
+            ticket = budget.acquire((cancel,), estimate)
+            tickets.append(ticket)
+            try:
+                data = self._post_interruptibly(payload, cancel)
+            except BaseException as e:
+                budget.release(ticket, http_status(e), retry_after(e))
+                raise
+            budget.release(ticket)
+            return data
+
         try:
             data, attempts = call_with_retry(
-                lambda: self._post_interruptibly(payload, cancel),
+                attempt,
                 self.cfg.retry,
                 self.name,
                 secrets=self.secrets,
@@ -153,12 +182,14 @@ class ProtocolModel:
         except ModelError as e:
             e.request, e.request_json = body, text
             raise
+        waited = sum(t.waited_s for t in tickets)
         out = ModelResponse.model_construct(
             message=Message(role="assistant"),
             usage=Usage(),
-            latency_s=time.perf_counter() - start,
+            latency_s=time.perf_counter() - start - waited,
             cost=0.0,
             attempts=attempts,
+            wait_s=round(waited, 4),
             finish_reason=None,
             token_ids=None,
             prompt_token_ids=None,
@@ -168,5 +199,6 @@ class ProtocolModel:
             request_json=text,
         )
         self.parse(data, out)
+        budget.charge(out.usage.total_tokens, tickets[-1])
         out.cost = compute_cost(out.usage, self.cfg.pricing)
         return out

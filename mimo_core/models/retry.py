@@ -63,6 +63,11 @@ def _status(exc: BaseException) -> int | None:
     return code if isinstance(code, int) and getattr(exc, "response", None) is not None else None
 
 
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status an SDK exception carries (None: no answer, or not an HTTP error)."""
+    return _status(exc)
+
+
 def _is_connection_error(exc: BaseException) -> bool:
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return True

@@ -53,8 +53,10 @@ class ResultRecord(BaseModel):
     completion_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_tokens: int = 0  # of prompt_tokens, written to the provider's cache (Anthropic)
     cost: float = 0.0
     duration_s: float = 0.0
+    budget_wait_s: float = 0.0  # of it, the model calls' waits for their endpoint's budget (traj.json timings)
     started_at: str | None = None
     ended_at: str | None = None
     output_dir: str  # the rollout's directory, relative to the run's output folder

@@ -40,6 +40,7 @@ class Timings(BaseModel):
     agent_s: float = 0.0
     grading_s: float = 0.0
     total_s: float = 0.0
+    budget_wait_s: float = 0.0  # the agent's model calls waited this long for their endpoint's budget
 
 
 class Trajectory(BaseModel):

@@ -36,6 +36,8 @@ class InFlight:
     ended: str | None = None  # why it ended early: "timeout" | "stopped"
     recorded: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    wait_s: float = 0.0  # waited for the endpoint's budget before it was sent
+    retry_after: str | None = None  # the endpoint's Retry-After, when it said one
 
     def abort(self, why: str) -> None:
         """Shut the upstream socket: a read blocked on it returns at once (the handler sees an error)."""

@@ -26,7 +26,9 @@ from mimo_core.agents.blackbox.inflight import InFlight, Watchdog
 from mimo_core.agents.blackbox.loopback_server import LoopbackServer
 from mimo_core.agents.blackbox.streams import protocol_of, reassemble, usage_of
 from mimo_core.config import PricingConfig
+from mimo_core.errors import ModelInterrupted
 from mimo_core.models.base import CallRecord, Usage
+from mimo_core.models.endpoint_budget import EndpointBudget
 from mimo_core.models.protocol import compute_cost
 
 Sink = Callable[[int, dict[str, Any], dict[str, Any], str], None]  # step, request, response, request as sent
@@ -59,6 +61,8 @@ class RecordingProxy(LoopbackServer):
         timeout: float = 600.0,
         cost_limit: float = 0.0,
         listening: socket.socket | None = None,
+        budget: EndpointBudget | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -74,6 +78,8 @@ class RecordingProxy(LoopbackServer):
         self._steps = itertools.count(1)
         self._lock = threading.Lock()
         self.watchdog = Watchdog()
+        self.budget, self.cancel = budget, cancel  # the endpoint's budget, shared with the whole run
+        self._stopping = threading.Event()
 
     def start(self) -> RecordingProxy:
         self._serve(
@@ -84,6 +90,7 @@ class RecordingProxy(LoopbackServer):
 
     def stop(self) -> None:
         """Calls still in flight (the CLI was killed mid-call) are recorded with what arrived, first."""
+        self._stopping.set()  # calls waiting for the budget give up
         self.watchdog.stop_all(self.record_flight)
         super().stop()
 
@@ -101,6 +108,7 @@ class RecordingProxy(LoopbackServer):
             call.is_stream,
             time.monotonic() - call.start,
             incomplete=ended,
+            wait_s=call.wait_s,
         )
 
     @property
@@ -127,8 +135,7 @@ class RecordingProxy(LoopbackServer):
     def usage(self) -> Usage:
         total = Usage()
         for c in self.calls:
-            for k in ("prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"):
-                setattr(total, k, getattr(total, k) + getattr(c.usage, k))
+            total = total + c.usage
         return total
 
     def connection(self) -> http.client.HTTPConnection:
@@ -145,6 +152,7 @@ class RecordingProxy(LoopbackServer):
         is_stream: bool,
         latency: float,
         incomplete: str | None = None,
+        wait_s: float = 0.0,
     ) -> None:
         """Steps are numbered and handed over under one lock: the step files are deltas of each other.
         `incomplete`: the call ended early ("timeout", "stopped"); `_http_status` 0: before any header."""
@@ -162,6 +170,7 @@ class RecordingProxy(LoopbackServer):
                     step=step,
                     usage=usage,
                     latency_s=round(latency, 4),
+                    wait_s=round(wait_s, 4),
                     cost=compute_cost(usage, self.pricing),
                     finish_reason=_finish(response),
                 )
@@ -207,6 +216,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
         headers["Accept-Encoding"] = "identity"  # streams must arrive as the CLI will read them
+        ticket = None
+        if proxy.budget is not None and self.command == "POST":
+            try:
+                ticket = proxy.budget.acquire((proxy.cancel, proxy._stopping), len(body) // 4)
+            except ModelInterrupted:
+                self._reply_error(503, "recording proxy: stopped while waiting for the endpoint's budget")
+                return
         start = time.monotonic()
         request = _json(body) if self.command == "POST" else None
         call = InFlight(
@@ -217,6 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
             deadline=start + proxy.timeout,
             conn=proxy.connection(),
         )
+        call.wait_s = ticket.waited_s if ticket is not None else 0.0
         proxy.watchdog.add(call)
         try:
             self._relay(call, body, headers)
@@ -224,6 +241,8 @@ class _Handler(BaseHTTPRequestHandler):
             proxy.watchdog.remove(call)
             if call.conn is not None:
                 call.conn.close()
+            if ticket is not None and proxy.budget is not None:
+                proxy.budget.release(ticket, call.status, _seconds(call.retry_after))
         if request is not None and call.claim():
             proxy.record_flight(call)
 
@@ -245,6 +264,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with call.lock:
             call.status = upstream.status
+            call.retry_after = upstream.getheader("retry-after")
             call.is_stream = "text/event-stream" in (upstream.getheader("Content-Type") or "")
         self.send_response(upstream.status)
         for k, v in upstream.getheaders():
@@ -301,6 +321,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = _forward
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return max(float(value), 0.0) if value else None
+    except ValueError:
+        return None
 
 
 def _json(body: bytes) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ from mimo_core.environments.base import Environment
 from mimo_core.errors import ConfigError
 from mimo_core.models.base import Usage
 from mimo_core.models.endpoint import api_key, base_url
+from mimo_core.models.endpoint_budget import budget_for
 from mimo_core.models.messages import Message
 from mimo_core.models.retry import is_context_overflow
 from mimo_core.status import ExitStatus
@@ -102,6 +103,8 @@ class CliAgent:
             timeout=self.model.retry.timeout,
             listening=listening,
             cost_limit=cfg.cost_limit,
+            budget=budget_for(self.model),
+            cancel=self.cancel,
         ) as proxy:
             run = CliRun(
                 name=spec.name,

@@ -180,11 +180,12 @@ def usage_of(protocol: str, response: dict[str, Any]) -> Usage:
         return value if isinstance(value, int) else 0
 
     if protocol == "anthropic":
-        cached = num("cache_read_input_tokens")
+        cached, written = num("cache_read_input_tokens"), num("cache_creation_input_tokens")
         return Usage(
-            prompt_tokens=num("input_tokens") + cached + num("cache_creation_input_tokens"),
+            prompt_tokens=num("input_tokens") + cached + written,
             completion_tokens=num("output_tokens"),
             cached_tokens=cached,
+            cache_write_tokens=written,
         )
     if protocol == "responses":
         return Usage(
@@ -194,9 +195,9 @@ def usage_of(protocol: str, response: dict[str, Any]) -> Usage:
             reasoning_tokens=(u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0,
         )
     if protocol == "gemini":
-        return Usage(
+        return Usage(  # Gemini counts thoughts beside the candidates: both are output (and billed so)
             prompt_tokens=num("promptTokenCount"),
-            completion_tokens=num("candidatesTokenCount"),
+            completion_tokens=num("candidatesTokenCount") + num("thoughtsTokenCount"),
             cached_tokens=num("cachedContentTokenCount"),
             reasoning_tokens=num("thoughtsTokenCount"),
         )
