@@ -31,8 +31,9 @@ def act(
         from mimo_core.agents.stop import AgentStop
 
         # The agent and its model client stop at the run's stop and at the time limit alike.
-        agent = make_agent(config, dtype, cancel=AgentStop(cancel, config.agent.time_limit))
-        with agent_deadline(env, config.agent.time_limit):
+        stop = AgentStop(cancel, config.agent.time_limit)  # its clock stands still during budget waits
+        agent = make_agent(config, dtype, cancel=stop)
+        with agent_deadline(env, config.agent.time_limit, stop):
             result = agent.run(job.task, env, rec)
         if config.agent.type not in ("default", "oracle"):  # a CLI agent's tool calls, seen only now
             rec.containment.transcript(result.messages)

@@ -76,6 +76,7 @@ def write_outputs(
     if judge is not None:
         extra["judge"] = judge.model_dump(mode="json")
     write_json(rollout_dir / "reward_extra_info.json", extra)
+    timings.budget_wait_s = round(sum(c.wait_s for c in agent.calls), 3) if agent else 0.0
     traj = Trajectory.for_rollout(
         task=job.task,
         run_id=job.run_id,
@@ -114,8 +115,10 @@ def write_outputs(
         completion_tokens=traj.usage.completion_tokens,
         cached_tokens=traj.usage.cached_tokens,
         reasoning_tokens=traj.usage.reasoning_tokens,
+        cache_write_tokens=traj.usage.cache_write_tokens,
         cost=traj.cost,
         duration_s=round(timings.total_s, 3),
+        budget_wait_s=timings.budget_wait_s,
         started_at=timings.started_at,
         ended_at=timings.ended_at,
         output_dir=job.rel_dir,
