@@ -9,8 +9,12 @@ torn by the failed append is moved aside by the next run (ResultsStore.repair).
 from __future__ import annotations
 
 import errno
+from typing import TYPE_CHECKING
 
 from mimo_core.errors import MimoError
+
+if TYPE_CHECKING:
+    from mimo_core.run.job import RolloutJob
 
 _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 
@@ -37,7 +41,7 @@ def disk_full(exc: BaseException, where: str) -> DiskFull:
     )
 
 
-def low_water(job: object) -> DiskFull | None:
+def low_water(job: RolloutJob) -> DiskFull | None:
     """DiskFull when the free space where this rollout would write (the run's output folder, the local
     sandboxes' root) is below its config's `environment.host_min_free_mb`: the run stops starting
     rollouts before a neighbour's filling takes the disk, and says so. None while there is room."""
@@ -45,11 +49,11 @@ def low_water(job: object) -> DiskFull | None:
     import shutil
     import tempfile
 
-    env = job.config.config.environment  # type: ignore[attr-defined]
+    env = job.config.config.environment
     floor = env.host_min_free_mb << 20
     if not floor:
         return None
-    places = [str(job.output_dir)]  # type: ignore[attr-defined]
+    places = [str(job.output_dir)]
     if env.environment_class == "local":
         places.append(str(env.backend_kwargs.get("root") or tempfile.gettempdir()))
     for place in places:
