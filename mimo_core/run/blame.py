@@ -8,11 +8,15 @@ the same choice forever. That rollout ends with the agent's own status and a rew
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from mimo_core.environments.base import Environment
 from mimo_core.errors import MimoError, SandboxError
 from mimo_core.grading.grade import Grade
 from mimo_core.status import ExitStatus
+
+if TYPE_CHECKING:
+    from mimo_core.agents.base import AgentResult
 
 
 class WorkdirDestroyed(MimoError):
@@ -55,7 +59,7 @@ class GradingFailed(MimoError):
 
     status = ExitStatus.GRADING_ERROR
 
-    def __init__(self, message: str, result: object = None) -> None:
+    def __init__(self, message: str, result: AgentResult | None = None) -> None:
         super().__init__(message)
         self.result = result
 

@@ -130,12 +130,12 @@ def _run(job: RolloutJob, rollout_dir: Path, rec: RolloutFiles, cancel: threadin
         try:
             agent_result, submission = act(job, dtype, env, rec, cancel)
         except GradingFailed as e:
-            agent_result, submission = e.result, None  # type: ignore[assignment]
+            agent_result, submission = e.result, None
             grade = blame(job, Grade(infra_error=str(e)), rec, cancel, _reference(job, sandboxes))
         timings.agent_s = time.monotonic() - t1
         if (over := budget_exceeded(sandboxes.started)) is not None:  # ended for it: nothing worth grading
             raise over
-        if grade is None and agent_result.exit_status not in UNGRADED_STATUSES:
+        if grade is None and agent_result is not None and agent_result.exit_status not in UNGRADED_STATUSES:
             t2 = time.monotonic()
             grade = grade_rollout(job, dtype, env, submission, sandboxes.new, rec, cancel, _reference(job, sandboxes))
             keep_verifier_evidence(grade, rollout_dir)
