@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from mimo_core.config import ModelConfig
 from mimo_core.errors import ModelInterrupted
@@ -194,19 +195,28 @@ class EndpointBudget:
             }
 
 
+@runtime_checkable
+class _Clock(Protocol):
+    """A stop event whose time limit can stand still: `AgentStop` (agents/stop.py)."""
+
+    def pause_clock(self) -> None: ...
+
+    def resume_clock(self) -> None: ...
+
+
 class _paused:
     """While a call waits for its budget, an `AgentStop`'s clock stands still (agents/stop.py)."""
 
     def __init__(self, events: list[threading.Event]) -> None:
-        self.clocks = [e for e in events if hasattr(e, "pause_clock")]
+        self.clocks = [e for e in events if isinstance(e, _Clock)]
 
     def __enter__(self) -> None:
         for e in self.clocks:
-            e.pause_clock()  # type: ignore[attr-defined]
+            e.pause_clock()
 
     def __exit__(self, *exc: object) -> None:
         for e in self.clocks:
-            e.resume_clock()  # type: ignore[attr-defined]
+            e.resume_clock()
 
 
 _budgets: dict[str, EndpointBudget] = {}
