@@ -78,6 +78,7 @@ class ResultRecord(BaseModel):
         return version
 
     # Derived from exit_status, so they cannot disagree with it; written for readers of the JSON lines.
+    # (mypy takes no decorator over @property: pydantic's documented ignore for computed_field.)
     @computed_field  # type: ignore[prop-decorator]
     @property
     def infra_error(self) -> bool:
