@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 # 1.1: `exit_status` is the rollout's status, the same value as its results.jsonl line (1.0 wrote the
 # agent's own status there even when grading then failed); the agent's own status is `agent_exit_status`.
 # 1.2: `containment_events`, what the agent tried that the sandbox refused or that reached for the grade.
-SCHEMA_VERSION = "1.2"
+# 1.3: waits for the endpoint's budget (`calls[].wait_s`, `timings.budget_wait_s`), `usage.cache_write_tokens`.
+SCHEMA_VERSION = "1.3"
 
 
 class ModelInfo(BaseModel):
@@ -150,11 +151,14 @@ def _upgrade(data: dict[str, Any], path: Path) -> dict[str, Any]:
         data = {**data, "schema_version": "1.1", "agent_exit_status": data.get("exit_status")}
         version = "1.1"
     if version == "1.1":  # no containment events were recorded then
+        data = {**data, "schema_version": "1.2"}
+        version = "1.2"
+    if version == "1.2":  # no budget waits or cache writes were recorded then: 0
         data = {**data, "schema_version": SCHEMA_VERSION}
         version = SCHEMA_VERSION
     if version != SCHEMA_VERSION:
         raise ValueError(
-            f"{path}: unknown trajectory schema_version {version!r} (this code reads 1.0, 1.1 and {SCHEMA_VERSION})"
+            f"{path}: unknown trajectory schema_version {version!r} (this code reads 1.0 to {SCHEMA_VERSION})"
         )
     return data
 
