@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mimo_core.datasets.base import DatasetType, EnvFactory, Task
 from mimo_core.datasets.tamper import apply_policy
@@ -21,6 +21,9 @@ from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.rubric import JudgeResult
 from mimo_core.run.rollout_logs import RolloutFiles
 from mimo_core.status import INFRA_STATUSES
+
+if TYPE_CHECKING:
+    from mimo_core.run.job import RolloutJob
 
 Reference = Callable[[], "bool | None"]  # does the task's reference solution grade cleanly here
 
@@ -91,7 +94,7 @@ def put_back(env: Environment, dtype: DatasetType, task: Task) -> list[Finding]:
 
 
 def grade_rollout(
-    job: Any,
+    job: RolloutJob,
     dtype: DatasetType,
     env: Environment,
     submission: str | None,
@@ -139,7 +142,9 @@ def sandbox_gone(env: Environment) -> bool:
         return True
 
 
-def blame(job: Any, grade: Grade, rec: RolloutFiles, cancel: threading.Event | None, reference: Reference) -> Grade:
+def blame(
+    job: RolloutJob, grade: Grade, rec: RolloutFiles, cancel: threading.Event | None, reference: Reference
+) -> Grade:
     """A grading failure after the agent's changes is the agent's 0 when the reference solution grades
     cleanly in the same image (reference_check, once per task); otherwise it stays an infrastructure error."""
     if not grade.infra_error or job.recalc is not None or (cancel is not None and cancel.is_set()):
@@ -161,7 +166,7 @@ def blame(job: Any, grade: Grade, rec: RolloutFiles, cancel: threading.Event | N
 
 
 def judge_rollout(
-    job: Any, env: Environment, submission: str | None, rollout_dir: Path, rec: RolloutFiles
+    job: RolloutJob, env: Environment, submission: str | None, rollout_dir: Path, rec: RolloutFiles
 ) -> JudgeResult | None:
     """The rubric judge, after the verdict (it cannot change it), on a read-only view where there is one."""
     judge_cfg = job.config.config.environment.judge_agent

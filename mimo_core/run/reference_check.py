@@ -15,16 +15,19 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mimo_core.errors import MimoError
+
+if TYPE_CHECKING:
+    from mimo_core.run.job import RolloutJob
 
 _lock = threading.Lock()
 _key_locks: dict[str, threading.Lock] = {}
 _verdicts: dict[str, bool | None] = {}
 
 
-def _key(job: Any) -> str:
+def _key(job: RolloutJob) -> str:
     env = job.config.config.environment
     blob = json.dumps(
         [
@@ -41,7 +44,7 @@ def _key(job: Any) -> str:
 
 
 def reference_grades_cleanly(
-    job: Any,
+    job: RolloutJob,
     dataset_type: Callable[[str, str], Any],
     sandboxes: Callable[[], Any],
     enter_grading: Callable[[Any, Any, Any], None],
@@ -57,7 +60,7 @@ def reference_grades_cleanly(
 
 
 def _check(
-    job: Any,
+    job: RolloutJob,
     dataset_type: Callable[[str, str], Any],
     sandboxes: Callable[[], Any],
     enter_grading: Callable[[Any, Any, Any], None],
