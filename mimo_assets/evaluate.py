@@ -101,7 +101,7 @@ else:
 
 def execute(
     instance: DagsterInstance,
-    cfg: Any,
+    cfg: EvaluateConfig,
     run_id: str,
     store: OutputStore,
     model: ModelEndpoint,
