@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from mimo_core.agents.blackbox import CLI_AGENTS, payload, spec_for
+from mimo_core.agents.blackbox import cli_agents, payload, spec_for
 from mimo_core.agents.blackbox.install import ensure_installed
 
 
@@ -115,7 +115,7 @@ def proxy_overhead(calls: int) -> tuple[float, float, float, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cli", action="append", choices=sorted(CLI_AGENTS), help="default: every CLI")
+    p.add_argument("--cli", action="append", choices=sorted(cli_agents()), help="default: every CLI")
     p.add_argument("--calls", type=int, default=200, help="model calls for the proxy overhead")
     p.add_argument("--payloads", default=str(Path(tempfile.gettempdir()) / "mimo-bench-payloads"))
     p.add_argument("--no-install", action="store_true", help="proxy overhead only")
@@ -124,7 +124,7 @@ def main() -> None:
         if shutil.which("npm") is None:
             raise SystemExit("npm is needed for the install figures (--no-install skips them)")
         print(f"{'CLI':<16}{'cold install':>14}{'cached':>10}{'payload':>10}{'size':>10}")
-        for name in args.cli or sorted(CLI_AGENTS):
+        for name in args.cli or sorted(cli_agents()):
             cold, cached, unpacked, size = install_times(name, Path(args.payloads))
             print(f"{name:<16}{cold:>13.1f}s{cached * 1e3:>8.1f}ms{unpacked:>9.1f}s{size:>8.0f}MB", flush=True)
     direct, proxied, direct_cpu, proxied_cpu = proxy_overhead(args.calls)

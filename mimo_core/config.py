@@ -17,19 +17,16 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mimo_core.agents.blackbox import CLI_AGENTS
+from mimo_core import plugins
 from mimo_core.base.bounded import MAX_CONFIG_BYTES, TooBig, load_json, load_yaml, read_capped
 from mimo_core.base.redaction import is_secret_name, register, secrets_in, strip_userinfo
 from mimo_core.base.strict_model import NumbersAreNumbers, dotted, problem_text
 from mimo_core.base.values import MAX_SECONDS, TaskCwd, http_url_problem
-from mimo_core.environments.names import BACKEND_NAMES
 from mimo_core.errors import ConfigError
 from mimo_core.limits import LimitsConfig
 
 MAX_COUNT = 10_000_000
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*?))?\}")
-MAIN_AGENT_TYPES = ("default", "oracle", *CLI_AGENTS)  # what `agent.type` may name
-AGENT_TYPES = (*MAIN_AGENT_TYPES, "judge")  # the judge runs only as environment.judge_agent
 REDACTED = "***"
 
 
@@ -43,7 +40,7 @@ class ToolSpec(_Strict):
 
 
 class AgentConfig(_Strict):
-    type: str = "default"  # default | oracle | judge
+    type: str = "default"  # an agent plug-in's name (mimo_core/plugins.py): default, oracle, a CLI agent, judge
     tools: list[ToolSpec] = Field(
         default_factory=lambda: [
             ToolSpec(tool="bash"),
@@ -71,8 +68,8 @@ class AgentConfig(_Strict):
     @field_validator("type")
     @classmethod
     def _known_type(cls, v: str) -> str:
-        if v not in AGENT_TYPES:
-            raise ValueError(f"unknown agent type {v!r}; known: {list(AGENT_TYPES)}")
+        if problem := plugins.problem("agents", v):
+            raise ValueError(problem)
         return v
 
 
@@ -95,7 +92,7 @@ class PricingConfig(_Strict):
 
 class ModelConfig(_Strict):
     model_name: str = "gpt-5"
-    protocol: Literal["chat", "responses", "anthropic", "gemini"] = "chat"  # gemini: gemini-cli only
+    protocol: str = "chat"  # a protocol plug-in: chat | responses | anthropic | gemini (gemini-cli only) | ...
     model_kwargs: dict[str, Any] = Field(default_factory=dict)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     pricing: PricingConfig | None = None
@@ -106,6 +103,13 @@ class ModelConfig(_Strict):
     max_concurrency: int | None = Field(None, ge=1, le=100_000)
     requests_per_minute: float | None = Field(None, gt=0, le=1e9)
     tokens_per_minute: float | None = Field(None, gt=0, le=1e12)
+
+    @field_validator("protocol")
+    @classmethod
+    def _known_protocol(cls, v: str) -> str:
+        if problem := plugins.problem("protocols", v):
+            raise ValueError(problem)
+        return v
 
     @field_validator("model_kwargs")
     @classmethod
@@ -133,7 +137,7 @@ class JudgeAgentConfig(_Strict):
 
 
 class EnvironmentConfig(_Strict):
-    environment_class: str = "local"  # local | docker | kubernetes | package.module:Class
+    environment_class: str = "local"  # a backend plug-in: local | docker | kubernetes | ... | package.module:Class
     cwd: TaskCwd | None = None  # for rows that name no cwd (a row's own cwd wins), else the type's default
     timeout: float = Field(300.0, gt=0, le=MAX_SECONDS)  # default per-command timeout, seconds
     sandbox: Literal["none", "bwrap"] = "none"  # local backend only
@@ -156,8 +160,8 @@ class EnvironmentConfig(_Strict):
     @field_validator("environment_class")
     @classmethod
     def _known_backend(cls, v: str) -> str:
-        if v not in BACKEND_NAMES and ":" not in v:
-            raise ValueError(f"unknown environment_class {v!r}; known: {list(BACKEND_NAMES)} or 'package.module:Class'")
+        if problem := plugins.problem("environments", v):
+            raise ValueError(problem)
         return v
 
 
@@ -185,13 +189,13 @@ class MimoConfig(_Strict):
     @model_validator(mode="after")
     def _cli_protocol(self) -> MimoConfig:
         """A CLI agent speaks one protocol; our own agents speak every protocol but Gemini's."""
-        entry = CLI_AGENTS.get(self.agent.type)
-        if entry is not None and self.model.protocol != entry.protocol:
+        speaks = plugins.find("agents", self.agent.type).speaks
+        if speaks is not None and self.model.protocol != speaks:
             raise ValueError(
-                f"agent.type {self.agent.type} talks to its model in the {entry.protocol!r} "
-                f"protocol: set model.protocol: {entry.protocol}"
+                f"agent.type {self.agent.type} talks to its model in the {speaks!r} "
+                f"protocol: set model.protocol: {speaks}"
             )
-        if entry is None and self.model.protocol == "gemini" and self.agent.type != "oracle":
+        if speaks is None and self.model.protocol == "gemini" and self.agent.type != "oracle":
             raise ValueError("model.protocol 'gemini' is only spoken by agent.type gemini-cli")
         return self
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from mimo_core.config import MAIN_AGENT_TYPES, AgentConfig, NamedConfig, read_config, read_configs
+from mimo_core import plugins
+from mimo_core.config import AgentConfig, NamedConfig, read_config, read_configs
 from mimo_core.datasets.base import Task
 from mimo_core.errors import ConfigError
 
@@ -42,11 +43,13 @@ def check_config(named: NamedConfig) -> None:
     """Everything about one config that does not depend on the dataset."""
     cfg = named.config
     where = named.path
-    if cfg.agent.type not in MAIN_AGENT_TYPES:
+    if not plugins.find("agents", cfg.agent.type).main:
+        main = [n for n in plugins.names("agents") if plugins.find("agents", n).main]
         raise ConfigError(
             f"{where}: agent.type: {cfg.agent.type!r} cannot be the main agent (known: "
-            f"{list(MAIN_AGENT_TYPES)}); a judge runs as environment.judge_agent"
+            f"{main}); a judge runs as environment.judge_agent"
         )
+    _check_agent(named)
     for key, agent in _agents(named):
         _check_templates(where, key, agent)
     _check_tools(named)
@@ -71,11 +74,31 @@ def _check_templates(where: str, key: str, agent: AgentConfig) -> None:
         check_syntax(getattr(agent, field), f"{where}: {key}.{field}")
 
 
+def _check_agent(named: NamedConfig) -> None:
+    """The agent's plug-in imports (a missing dependency names its install), and a CLI agent that is not
+    built in (whose protocol config validation could not know unimported) speaks the config's protocol."""
+    from mimo_core.agents.blackbox import spec_for
+
+    agent, protocol = named.config.agent.type, named.config.model.protocol
+    try:
+        spec = spec_for(agent)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"{named.path}: agent.type: cannot load {agent!r}: {e}") from None
+    if spec is not None and spec.protocol != protocol:
+        raise ConfigError(
+            f"{named.path}: agent.type {agent} talks to its model in the {spec.protocol!r} protocol: "
+            f"set model.protocol: {spec.protocol}"
+        )
+
+
 def _check_tools(named: NamedConfig) -> None:
+    """The `tools:` of a tool-calling agent: the default one or a loop of your own (not the oracle's, not a
+    CLI agent's: those have their own tools)."""
+    from mimo_core.agents.blackbox import spec_for
     from mimo_core.tools.registry import build_tools
 
     agent = named.config.agent
-    if agent.type != "default":
+    if agent.type == "oracle" or spec_for(agent.type) is not None:
         return
     try:
         build_tools(agent.tools, named.config.environment.timeout, agent.observation_max_chars)

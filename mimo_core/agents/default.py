@@ -14,8 +14,8 @@ from typing import Any
 from mimo_core.agents.base import AgentContext, AgentResult
 from mimo_core.agents.stop import stopped_status
 from mimo_core.agents.templates import prompt_cwd, render
-from mimo_core.config import AgentConfig
-from mimo_core.datasets.base import Task
+from mimo_core.config import AgentConfig, MimoConfig
+from mimo_core.datasets.base import DatasetType, Task
 from mimo_core.environments.base import Environment
 from mimo_core.errors import ModelError, ModelInterrupted, SandboxError
 from mimo_core.models.base import CallRecord, Model, Usage
@@ -33,6 +33,17 @@ class DefaultAgent:
         self.tools = {t.schema.name: t for t in tools}
         self.schemas = [t.schema for t in tools]
         self.cancel = cancel
+
+    @classmethod
+    def from_config(
+        cls, config: MimoConfig, dataset_type: DatasetType, cancel: threading.Event | None = None
+    ) -> DefaultAgent:
+        """How `make_agent` builds every agent plug-in: the shared model client and the config's tools."""
+        from mimo_core.agents.factory import shared_model
+        from mimo_core.tools.registry import build_tools
+
+        tools = build_tools(config.agent.tools, config.environment.timeout, config.agent.observation_max_chars)
+        return cls(config.agent, shared_model(config.model), tools, cancel=cancel)
 
     def initial_messages(self, task: Task, env: Environment) -> list[Message]:
         variables = {**task.template_vars(), "cwd": prompt_cwd(env)}

@@ -1,13 +1,15 @@
-"""Agent types by name. Imports lazily so a run pays only for the agent it uses."""
+"""Agents by name (`mimo_core/plugins.py`'s agent plug-ins). Imports lazily so a run pays only for the agent
+it uses."""
 
 from __future__ import annotations
 
 import atexit
 import threading
 
+from mimo_core import plugins
 from mimo_core.agents.base import Agent
-from mimo_core.agents.blackbox import CLI_AGENTS
-from mimo_core.config import MAIN_AGENT_TYPES, MimoConfig, ModelConfig
+from mimo_core.agents.blackbox import spec_for
+from mimo_core.config import MimoConfig, ModelConfig
 from mimo_core.datasets.base import DatasetType
 from mimo_core.errors import ConfigError
 from mimo_core.models.base import Model
@@ -35,7 +37,7 @@ def sandbox_mounts(config: MimoConfig) -> dict[str, str]:
     container runs the install in place instead of getting a copy per rollout."""
     from mimo_core.environments.registry import capabilities
 
-    if config.agent.type in CLI_AGENTS and not capabilities(config.environment).host_files:
+    if spec_for(config.agent.type) is not None and not capabilities(config.environment).host_files:
         from mimo_core.agents.blackbox.placement import cache_mount
 
         return cache_mount()
@@ -43,19 +45,17 @@ def sandbox_mounts(config: MimoConfig) -> dict[str, str]:
 
 
 def make_agent(config: MimoConfig, dataset_type: DatasetType, cancel: threading.Event | None = None) -> Agent:
+    """The agent `agent.type` names: a CLI agent (a `CliSpec`) or a class with `from_config(config,
+    dataset_type, cancel)`, which is how every other agent plug-in is built."""
     kind = config.agent.type
-    if kind == "default":
-        from mimo_core.agents.default import DefaultAgent
-        from mimo_core.tools.registry import build_tools
-
-        tools = build_tools(config.agent.tools, config.environment.timeout, config.agent.observation_max_chars)
-        return DefaultAgent(config.agent, shared_model(config.model), tools, cancel=cancel)
-    if kind == "oracle":
-        from mimo_core.agents.oracle import OracleAgent
-
-        return OracleAgent(dataset_type)
-    if kind in CLI_AGENTS:
+    try:
+        plugin = plugins.find("agents", kind)
+    except ConfigError as e:
+        raise ConfigError(f"agent.type: {e}") from None
+    if not plugin.main:
+        raise ConfigError(f"agent.type: {kind!r} cannot be the main agent; a judge runs as environment.judge_agent")
+    if spec_for(kind) is not None:
         from mimo_core.agents.blackbox.runner import make_cli_agent
 
         return make_cli_agent(kind, config.agent, config.model, cancel=cancel)
-    raise ConfigError(f"agent.type: unknown agent type {kind!r}; known: {list(MAIN_AGENT_TYPES)}")
+    return plugins.load(plugin).from_config(config, dataset_type, cancel)

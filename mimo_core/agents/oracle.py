@@ -7,6 +7,8 @@ synthetic trajectory records what it ran and what came back, in the same schema 
 from __future__ import annotations
 
 import json
+import threading
+from typing import TYPE_CHECKING
 
 from mimo_core.agents.base import AgentContext, AgentResult
 from mimo_core.datasets.base import DatasetType, Task
@@ -15,10 +17,20 @@ from mimo_core.grading.reward import tail
 from mimo_core.models.messages import Message, ToolCall
 from mimo_core.status import ExitStatus
 
+if TYPE_CHECKING:
+    from mimo_core.config import MimoConfig
+
 
 class OracleAgent:
     def __init__(self, dataset_type: DatasetType):
         self.dataset_type = dataset_type
+
+    @classmethod
+    def from_config(
+        cls, config: MimoConfig, dataset_type: DatasetType, cancel: threading.Event | None = None
+    ) -> OracleAgent:
+        """How `make_agent` builds every agent plug-in; the oracle needs only the row's dataset type."""
+        return cls(dataset_type)
 
     def _apply(self, task: Task, env: Environment) -> tuple[bool, str, str]:
         """(applied, what was done, log): the gold patch, else the task's solution script."""

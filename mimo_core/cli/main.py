@@ -88,6 +88,10 @@ def _dispatch(argv: list[str]) -> int:
         from mimo_core.agents.blackbox.payload_cli import main as payload_build
 
         return payload_build(argv[2:], Parser)
+    if argv[:1] == ["plugins"]:
+        from mimo_core.cli.plugins_command import main as list_plugins
+
+        return list_plugins(argv[1:], Parser)
     from mimo_core.cli.run_command import run
 
     return run(build_parser().parse_args(argv))

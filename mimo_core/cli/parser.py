@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
         "`mimoagent cleanup` removes leftover sandboxes (containers, local folders and their "
         "processes) of crashed runs; `mimoagent payload build` packs CLI agents for offline installs; "
         "`mimoagent view OUTPUT_DIR` browses rollouts in a local web page; "
-        "`mimoagent export OUTPUT_DIR --format sft|rl|atif` writes training exports.",
+        "`mimoagent export OUTPUT_DIR --format sft|rl|atif` writes training exports; "
+        "`mimoagent plugins` lists the backends, agents, dataset types, protocols and tools a config can name.",
     )
     p.add_argument(
         "-c",

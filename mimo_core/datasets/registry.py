@@ -1,43 +1,27 @@
-"""Dataset types by name, imported lazily, and the rule that picks a row's type when it names none."""
+"""Dataset types by name (`mimo_core/plugins.py`'s, aliases included), imported lazily, and the rule that
+picks a row's type when it names none."""
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Any
 
+from mimo_core import plugins
 from mimo_core.datasets.base import DatasetType
-from mimo_core.errors import DatasetError
-
-_TYPES = {
-    "generic": "mimo_core.datasets.generic:GenericDatasetType",
-    "deepswe": "mimo_core.datasets.deepswe:DeepSWEDatasetType",
-    "opensource-code": "mimo_core.datasets.opensource_code:OpenSourceCodeDatasetType",
-    "arvo": "mimo_core.datasets.arvo:ArvoDatasetType",
-}
-_ALIASES = {
-    "swe-bench": "opensource-code",
-    "swebench": "opensource-code",
-    "harbor": "deepswe",
-    "opensource_code": "opensource-code",
-}
 
 
 def known_types() -> list[str]:
-    return sorted(_TYPES)
+    return sorted(plugins.names("datasets"))
 
 
 def canonical_name(name: str) -> str:
-    name = _ALIASES.get(name, name)
-    if name not in _TYPES:
-        raise DatasetError(f"unknown dataset_type {name!r}; known: {', '.join(known_types())}")
-    return name
+    """The type an alias stands for; an unknown name is a DatasetError listing the known ones."""
+    return plugins.canonical("datasets", name)
 
 
 def get_dataset_type(name: str, collect: str = "strict") -> DatasetType:
     """A fresh instance per rollout; `collect` is the config's `grading.collect` (strict | lenient)."""
-    module, _, cls = _TYPES[canonical_name(name)].partition(":")
-    return getattr(importlib.import_module(module), cls)(collect=collect)
+    return plugins.lookup("datasets", name)(collect=collect)
 
 
 # The inference rules, first match wins; docs/datasets.md shows this table and

@@ -1,17 +1,17 @@
 """Backends by name, and what each can do.
 
 Callers never test a backend's name: they ask its `capabilities(config)` (a `Capabilities`), so a
-backend of your own (`environment_class: package.module:Class`) is treated by what it declares. The
-classes are imported lazily, so `local` users never pay for the docker or kubernetes clients.
+backend of your own (a `mimoagent.environments` entry point, or `environment_class: package.module:Class`)
+is treated by what it declares. The names are `mimo_core/plugins.py`'s; the classes are imported lazily, so
+`local` users never pay for the docker or kubernetes clients.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from mimo_core import plugins
 from mimo_core.environments.base import Capabilities, Environment, SandboxSpec
-from mimo_core.environments.names import BACKENDS
 
 if TYPE_CHECKING:
     from mimo_core.config import EnvironmentConfig
@@ -23,12 +23,9 @@ UNDECLARED = Capabilities(
 
 
 def environment_class(name: str) -> type:
-    """The class behind `environment_class: name` (a known name or "package.module:Class")."""
-    target = BACKENDS.get(name, name if ":" in name else None)
-    if target is None:
-        raise ValueError(f"unknown environment_class {name!r}; known: {sorted(BACKENDS)} or 'module:Class'")
-    module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)
+    """The class behind `environment_class: name` (a plug-in's name or "package.module:Class"); an unknown
+    name is a ValueError listing the known ones."""
+    return plugins.lookup("environments", name)
 
 
 def capabilities(config: EnvironmentConfig) -> Capabilities:

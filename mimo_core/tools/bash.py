@@ -39,6 +39,12 @@ class BashConfig(BaseModel):
 
 
 class BashTool:
+    config_model = BashConfig  # what its `tools:` entry's `config:` may hold (tools/registry.py)
+
+    @classmethod
+    def from_config(cls, config: BashConfig, default_timeout: float | None, observation_max_chars: int) -> BashTool:
+        return cls(config, observation_max_chars, default_timeout)
+
     def __init__(
         self,
         config: BashConfig | None = None,

@@ -74,6 +74,12 @@ def _numbered(lines: list[str], first: int) -> str:
 
 
 class ReadTool:
+    config_model = FileToolConfig  # what its `tools:` entry's `config:` may hold (tools/registry.py)
+
+    @classmethod
+    def from_config(cls, config: FileToolConfig, default_timeout: float | None, observation_max_chars: int) -> ReadTool:
+        return cls(config, observation_max_chars)
+
     def __init__(self, config: FileToolConfig | None = None, observation_max_chars: int = 10000) -> None:
         config = config or FileToolConfig()
         self.max_chars = config.max_output_chars or observation_max_chars

@@ -2,6 +2,9 @@
 
     tools: [{tool: bash, config: {timeout: 300}}, {tool: read}, {tool: write}, {tool: edit}]
 
+Each name is a tool plug-in (`mimo_core/plugins.py`): a class whose optional `config_model` (pydantic) checks
+the entry's `config:` (none: it takes no keys) and whose optional classmethod
+`from_config(config, default_timeout, observation_max_chars)` builds it (none: `cls()`).
 `submit` is added when missing, because an agent must be able to finish.
 """
 
@@ -11,11 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from mimo_core import plugins
 from mimo_core.config import ToolSpec
 from mimo_core.errors import ConfigError
 from mimo_core.tools.base import Tool
 from mimo_core.tools.bash import BashConfig, BashTool
-from mimo_core.tools.files import EditTool, FileToolConfig, ReadTool, WriteTool
+from mimo_core.tools.files import ReadTool
 from mimo_core.tools.submit import SubmitTool
 
 
@@ -23,18 +27,17 @@ class _NoConfig(BaseModel):
     model_config = {"extra": "forbid"}
 
 
-_CONFIGS: dict[str, type[BaseModel]] = {
-    "bash": BashConfig,
-    "read": FileToolConfig,
-    "write": _NoConfig,
-    "edit": _NoConfig,
-    "submit": _NoConfig,
-}
-KNOWN_TOOLS = sorted(_CONFIGS)
+def _tool_class(name: str, where: str) -> Any:
+    try:
+        return plugins.lookup("tools", name)
+    except ConfigError as e:
+        raise ConfigError(f"{where}.tool: {e}") from None
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"{where}.tool: cannot load {name!r}: {e}") from None
 
 
-def _parse_config(name: str, where: str, raw: dict[str, Any]) -> Any:
-    model = _CONFIGS[name]
+def _parse_config(cls: Any, name: str, where: str, raw: dict[str, Any]) -> Any:
+    model: type[BaseModel] = getattr(cls, "config_model", None) or _NoConfig
     try:
         return model.model_validate(raw)
     except ValidationError as e:
@@ -46,16 +49,9 @@ def _parse_config(name: str, where: str, raw: dict[str, Any]) -> Any:
         raise ConfigError(f"{where}.config: {problems} (known keys for {name}: {known})") from None
 
 
-def build_tool(name: str, config: Any, default_timeout: float | None, observation_max_chars: int) -> Tool:
-    if name == "bash":
-        return BashTool(config, observation_max_chars, default_timeout)
-    if name == "read":
-        return ReadTool(config, observation_max_chars)
-    if name == "write":
-        return WriteTool()
-    if name == "edit":
-        return EditTool()
-    return SubmitTool()
+def build_tool(cls: Any, config: Any, default_timeout: float | None, observation_max_chars: int) -> Tool:
+    make = getattr(cls, "from_config", None)
+    return make(config, default_timeout, observation_max_chars) if make is not None else cls()
 
 
 def build_tools(
@@ -69,14 +65,12 @@ def build_tools(
         where = f"agent.tools[{i}]"
         if isinstance(spec, dict):
             spec = ToolSpec.model_validate(spec)
-        if spec.tool not in _CONFIGS:
-            raise ConfigError(f"{where}.tool: unknown tool {spec.tool!r}; known tools: {KNOWN_TOOLS}")
+        cls = _tool_class(spec.tool, where)
         if spec.tool in seen:
             raise ConfigError(f"{where}.tool: {spec.tool!r} is listed more than once")
         seen.add(spec.tool)
-        tools.append(
-            build_tool(spec.tool, _parse_config(spec.tool, where, spec.config), default_timeout, observation_max_chars)
-        )
+        config = _parse_config(cls, spec.tool, where, spec.config)
+        tools.append(build_tool(cls, config, default_timeout, observation_max_chars))
     if "submit" not in seen:
         tools.append(SubmitTool())
     return tools

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mimo_core.agents.blackbox import CLI_AGENTS, spec_for
+from mimo_core import plugins
+from mimo_core.agents.blackbox import cli_agents, spec_for
 from mimo_core.agents.blackbox.install import resolve_version
 from mimo_core.config import read_config
 from mimo_core.errors import ConfigError
@@ -21,9 +22,11 @@ def _write(tmp_path: Path, agent: dict, protocol: str) -> Path:
 
 
 def test_each_registered_cli_declares_the_protocol_of_its_module() -> None:
-    for name, entry in CLI_AGENTS.items():
+    assert len(cli_agents()) == 6
+    for name in cli_agents():
         spec = spec_for(name)
-        assert spec is not None and spec.name == name and spec.protocol == entry.protocol
+        assert spec is not None and spec.name == name and spec.protocol == plugins.find("agents", name).speaks
+    assert spec_for("default") is None and spec_for("oracle") is None and spec_for("no-such-agent") is None
 
 
 def test_a_cli_agent_with_the_wrong_protocol_is_refused_at_load(tmp_path: Path) -> None:
@@ -55,6 +58,6 @@ def test_latest_is_refused_unless_allowed_and_versions_cannot_inject_shell() -> 
 
 def test_every_cli_agent_has_a_shipped_profile_that_loads() -> None:
     configs = Path(__file__).resolve().parents[2] / "configs"
-    for name, entry in CLI_AGENTS.items():
+    for name in cli_agents():
         cfg = read_config(configs / f"{name.replace('-', '_')}.yaml").config
-        assert (cfg.agent.type, cfg.model.protocol) == (name, entry.protocol)
+        assert (cfg.agent.type, cfg.model.protocol) == (name, plugins.find("agents", name).speaks)

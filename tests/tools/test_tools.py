@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from mimo_core import plugins
 from mimo_core.config import ToolSpec
 from mimo_core.environments.local.environment import LocalEnvironment
 from mimo_core.errors import ConfigError
 from mimo_core.tools.base import Tool, ToolError
 from mimo_core.tools.bash import BashConfig, BashTool
-from mimo_core.tools.registry import KNOWN_TOOLS, build_tools, read_only_tools
+from mimo_core.tools.registry import build_tools, read_only_tools
 from mimo_core.tools.submit import SubmitTool
 from mimo_core.tools.truncate import truncate_middle
 from tests.host_needs import need_bwrap
@@ -220,7 +221,7 @@ def test_build_tools_follows_the_seed_config_and_adds_submit() -> None:
 
 
 def test_every_schema_is_precise() -> None:
-    for tool in build_tools([ToolSpec(tool=name) for name in KNOWN_TOOLS]) + read_only_tools():
+    for tool in build_tools([ToolSpec(tool=name) for name in plugins.names("tools")]) + read_only_tools():
         params = tool.schema.parameters
         assert params["type"] == "object" and params["additionalProperties"] is False
         assert set(params["required"]) <= set(params["properties"])

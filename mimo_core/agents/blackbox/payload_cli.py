@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from mimo_core.agents.blackbox import CLI_AGENTS, payload, spec_for
+from mimo_core.agents.blackbox import cli_agents, payload, spec_for
 from mimo_core.agents.blackbox.install import resolve_version
 from mimo_core.errors import ConfigError
 
@@ -22,7 +22,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.Argume
     p = parser_class(
         prog="mimoagent payload build", description="Build offline install archives of CLI agents (agent.payload_path)."
     )
-    p.add_argument("--cli", action="append", default=[], choices=sorted(CLI_AGENTS), help="a CLI (repeatable)")
+    p.add_argument("--cli", action="append", default=[], choices=sorted(cli_agents()), help="a CLI (repeatable)")
     p.add_argument("--all", action="store_true", help="every CLI agent at its default version")
     p.add_argument("--version", default=None, help="version to pack (one --cli only); default: the adapter's pin")
     p.add_argument(
@@ -38,7 +38,7 @@ def build_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.Argume
 
 def main(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> int:
     args = build_parser(parser_class).parse_args(argv)
-    names = sorted(CLI_AGENTS) if args.all else args.cli
+    names = sorted(cli_agents()) if args.all else args.cli
     if not names:
         raise ConfigError("payload build: name at least one --cli, or --all")
     if args.version and len(names) != 1:
