@@ -185,6 +185,9 @@ class MimoConfig(_Strict):
     model: ModelConfig = Field(default_factory=ModelConfig)
     grading: GradingConfig = Field(default_factory=GradingConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)  # bytes read of agent-made data (limits.py)
+    # dollars for the whole run (every config's rollouts summed; the lowest of the run's configs wins): once
+    # the finished rollouts cost this much, no more rollouts start (a resume runs them). 0: no limit
+    cost_limit: float = Field(0.0, ge=0)
 
     @model_validator(mode="after")
     def _cli_protocol(self) -> MimoConfig:

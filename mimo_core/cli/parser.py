@@ -15,6 +15,7 @@ EXIT_BAD_INPUT = 2
 EXIT_ALL_INFRA = 3  # every rollout this run ran ended in an infrastructure error (nothing was graded)
 EXIT_DISK_FULL = 4  # the disk filled up mid-run: stopped, finished rollouts kept
 MAX_WORKERS = 4096
+MAX_RETRIES = 100
 MAX_NUM_ROLLOUTS = 100_000
 
 
@@ -55,6 +56,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="with several -c: run every config on every instance (paired A/B) instead of one each",
     )
     p.add_argument("--workers", type=int, default=1, help="rollouts run in parallel (cluster-wide with --runner ray)")
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=0,
+        metavar="K",
+        help="run a rollout that ended in model_error, environment_error or grading_error again, up to K times "
+        "within this run (its failed attempts kept in attempts/<n>/; thread runner)",
+    )
+    p.add_argument(
+        "--retry-delay",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="back-off before the first --retries attempt, doubled at each one (jittered)",
+    )
     p.add_argument(
         "--runner",
         choices=["thread", "ray"],
@@ -112,6 +128,10 @@ def check_flags(args: argparse.Namespace) -> None:
 
     if not 1 <= args.workers <= MAX_WORKERS:
         raise ConfigError(f"--workers must be between 1 and {MAX_WORKERS:,}")
+    if not 0 <= args.retries <= MAX_RETRIES:
+        raise ConfigError(f"--retries must be between 0 and {MAX_RETRIES}")
+    if not 0 <= args.retry_delay <= 3600:  # (NaN fails both)
+        raise ConfigError("--retry-delay must be between 0 and 3600 seconds")
     if not 1 <= args.num_rollouts <= MAX_NUM_ROLLOUTS:
         raise ConfigError(f"--num-rollouts must be between 1 and {MAX_NUM_ROLLOUTS:,}")
     if not args.output.strip():

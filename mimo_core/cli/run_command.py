@@ -66,12 +66,23 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
     observers = load_observers(request)
     for r in observers:
         r.start(plan)
+    from mimo_core.run.batch import RunSpend
+
+    spend = RunSpend(min((c.config.cost_limit for c in configs if c.config.cost_limit), default=0.0))
     try:
-        records = _run_with_progress(jobs, args.workers, observers, request.recalc is not None, args.ray)
+        records = _run_with_progress(
+            jobs, args.workers, observers, request.recalc is not None, args.ray, (args.retries, args.retry_delay, spend)
+        )
     finally:
         for r in observers:
             r.finish()
     _print_summary(output, plan.selected)
+    if spend.not_started:
+        print(
+            f"mimoagent: cost_limit ${spend.limit:g} reached (${spend.spent:.4g} spent): {spend.not_started} "
+            "rollout(s) not started; a resume runs them",
+            file=sys.stderr,
+        )
     if records and all(r.infra_error for r in records):
         print(
             f"mimoagent: every rollout of this run ({len(records)}) ended in an infrastructure error; "
@@ -108,7 +119,9 @@ def _run_with_progress(
     observers: list[Any],
     recalc: bool,
     ray: Any = None,
+    retrying: tuple[int, float, Any] = (0, 5.0, None),
 ) -> list[Any]:
+    """`retrying`: `--retries`, `--retry-delay` and the run's cost limit (batch.RunSpend)."""
     from mimo_core.cli.report import Tally
     from mimo_core.run.batch import run_jobs
 
@@ -143,7 +156,8 @@ def _run_with_progress(
             )
 
     try:
-        return run_jobs(jobs, workers, on_result, ray=ray)
+        retries, delay, spend = retrying
+        return run_jobs(jobs, workers, on_result, ray=ray, retries=retries, retry_delay=delay, spend=spend)
     finally:
         if progress is not None:
             progress.stop()

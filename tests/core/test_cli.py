@@ -30,6 +30,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     [
         (["--workers", "0"], "--workers must be between 1 and"),
         (["--workers", "many"], "invalid int value"),
+        (["--retries", "-1"], "--retries must be between 0 and"),
+        (["--retry-delay", "nan"], "--retry-delay must be between 0 and 3600"),
         (["--slice", "a:b"], "--slice"),
         (["--filter", "("], "--filter"),
         (["--override-config", "{nope"], "--override-config"),
