@@ -128,4 +128,31 @@ class Tally:
         self.cost += r.cost
 
     def line(self) -> str:
-        return f"{self.done}/{self.total} done · {self.passed} passed · {self.errors} errors · ${self.cost:.4f}"
+        head = f"{self.done}/{self.total} done · {self.passed} passed · {self.errors} errors · ${self.cost:.4f}"
+        return " · ".join([head, *endpoint_lines()])
+
+
+def endpoint_lines() -> list[str]:
+    """Per endpoint this process called: requests in flight / the limit (adaptive or set), calls waiting
+    now, calls that waited, overload answers (429/503/529): why a run is slow (models/endpoint_budget.py)."""
+    from mimo_core.models.endpoint_budget import budgets
+
+    out = []
+    for b in budgets():
+        s = b.snapshot()
+        if not s["calls"]:
+            continue
+        limit = f"{s['limit']}{' adaptive' if s['adaptive'] else ''}"
+        out.append(
+            f"{s['endpoint']}: {s['in_flight']}/{limit} in flight, {s['waiting']} waiting, "
+            f"{s['waits']} waited ({s['wait_s']:.0f}s), {s['overloads']} overloaded"
+        )
+    return out
+
+
+def run_total(summaries: list[ConfigSummary]) -> str:
+    """The run's sums under the table: every config's rollouts, tokens and cost."""
+    rollouts = sum(s.rollouts for s in summaries)
+    tokens = sum(s.tokens for s in summaries)
+    cost = sum(s.cost for s in summaries)
+    return f"run total: {rollouts} rollouts · {tokens:,} tokens · cost ${cost:.4f}"

@@ -173,13 +173,15 @@ def _reason(record: Any) -> str:
 def _print_summary(output: Path, selected: frozenset[tuple[str, str, int]]) -> None:
     """The table covers the rollouts this run selected, finished now or by an earlier run (a resume shows
     the whole picture of its selection); records of other selections in the folder are counted beside it."""
-    from mimo_core.cli.report import render_table, summarize
+    from mimo_core.cli.report import render_table, run_total, summarize
     from mimo_core.records.results import ResultsStore
 
     everything = ResultsStore(output).load()
     records = [r for k, r in everything.items() if k in selected]
     if records:
-        print(render_table(summarize(records)))
+        summaries = summarize(records)
+        print(render_table(summaries))
+        print(run_total(summaries))
     others = len(everything) - len(records)
     if others:
         print(

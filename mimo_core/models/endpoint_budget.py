@@ -42,6 +42,13 @@ def endpoint_key(cfg: ModelConfig) -> str:
     return f"{base_url(cfg).rstrip('/')} {cfg.model_name}"
 
 
+def endpoint_label(cfg: ModelConfig) -> str:
+    """What the progress line calls it: host[:port] and model, never a URL's userinfo or query."""
+    from mimo_core.models.endpoint import endpoint_host
+
+    return f"{endpoint_host(cfg) or '?'}/{cfg.model_name}"
+
+
 @dataclass
 class Ticket:
     """One call's slot: when it was granted, how long the call waited for it, the tokens charged."""
@@ -66,6 +73,7 @@ class EndpointBudget:
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     max_hold_s: float = MAX_HOLD_S  # the longest a Retry-After holds the endpoint (the blocks' retry.max_delay)
+    label: str = ""  # for people: host and model (endpoint_label)
     clock: Callable[[], float] = time.monotonic
     limit: float = 0.0
     in_flight: int = 0
@@ -184,7 +192,8 @@ class EndpointBudget:
     def snapshot(self) -> dict[str, float | int | str]:
         with self._cond:
             return {
-                "endpoint": self.key,
+                "endpoint": self.label or self.key,
+                "adaptive": int(not self.max_concurrency),
                 "in_flight": self.in_flight,
                 "limit": max(int(self.limit), 1),
                 "waiting": self.waiting,
@@ -235,6 +244,7 @@ def budget_for(cfg: ModelConfig) -> EndpointBudget:
                 requests_per_minute=cfg.requests_per_minute,
                 tokens_per_minute=cfg.tokens_per_minute,
                 max_hold_s=min(MAX_HOLD_S, cfg.retry.max_delay),
+                label=endpoint_label(cfg),
             )
             return budget
     budget.tighten(cfg)

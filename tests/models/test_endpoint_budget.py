@@ -172,3 +172,15 @@ def test_the_recording_proxy_draws_from_the_same_budget() -> None:
         assert codes == [200] * 12 and len(recorded) == 12
         assert limits.refused == 0 and limits.max_seen == 2
         assert sum(c.wait_s for c in proxy.calls) > 0
+
+
+def test_one_budget_per_endpoint_the_strictest_limits_and_a_label_without_credentials() -> None:
+    url = "http://user:s3cret-key@budget-host:9/v1"
+    a = ModelConfig(model_name="m", model_kwargs={"base_url": url}, max_concurrency=16, requests_per_minute=600)
+    b = ModelConfig(model_name="m", model_kwargs={"base_url": url + "/"}, max_concurrency=4, tokens_per_minute=9000)
+    other = ModelConfig(model_name="n", model_kwargs={"base_url": url})
+    budget = budget_for(a)
+    assert budget_for(b) is budget and budget_for(other) is not budget
+    assert (budget.max_concurrency, budget.limit) == (4, 4.0)
+    assert (budget.requests_per_minute, budget.tokens_per_minute) == (600, 9000)
+    assert budget.snapshot()["endpoint"] == "budget-host:9/m" and "s3cret" not in str(budget.snapshot())
