@@ -184,3 +184,33 @@ def test_one_budget_per_endpoint_the_strictest_limits_and_a_label_without_creden
     assert (budget.max_concurrency, budget.limit) == (4, 4.0)
     assert (budget.requests_per_minute, budget.tokens_per_minute) == (600, 9000)
     assert budget.snapshot()["endpoint"] == "budget-host:9/m" and "s3cret" not in str(budget.snapshot())
+
+
+@pytest.mark.parametrize(
+    "limits, key",
+    [
+        ({"max_concurrency": 0}, "model.max_concurrency"),
+        ({"requests_per_minute": -1}, "model.requests_per_minute"),
+        ({"tokens_per_minute": True}, "model.tokens_per_minute"),
+    ],
+)
+def test_limits_out_of_range_are_config_errors_naming_the_key(limits: dict, key: str) -> None:
+    from mimo_core.config import validate_config
+    from mimo_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=rf"cfg.yaml: {key}: "):
+        validate_config({"model": limits}, "cfg.yaml")
+
+
+def test_requests_per_minute_keep_under_a_providers_window_through_the_sdk() -> None:
+    """40 requests per second allowed (a 1 s window); the client, told 2400 per minute, spaces its starts."""
+    with ScriptedLLM(turns(Reply(content="ok"))) as server:
+        limits = server.rate_limit(requests_per_window=40, window_s=1.0, retry_after=0.2)
+        model, budget = _model(server, "chat", requests_per_minute=2400)
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(32) as pool:
+            replies = list(pool.map(lambda _: model.query(start_messages(), [BASH]), range(100)))
+        elapsed = time.monotonic() - t0
+    assert len(replies) == 100 and limits.admitted == 100
+    assert limits.refused <= 3  # (a start that arrives late can meet one that arrived early: rare, and retried)
+    assert elapsed >= 99 / 40 * 0.95  # never faster than allowed
