@@ -12,14 +12,15 @@ Import-light (no polars): the recording steps use it too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, DagsterInstance
 
 from mimo_assets.asset_keys import GRADED_RESULTS
-from mimo_core.records.results import ResultRecord, ResultsStore
+from mimo_assets.results_tail import ReadPoint, read_tail
+from mimo_core.records.results import ResultRecord
 from mimo_core.run.job import GT
 
 # The kinds of run a record comes from; tables never pool two of them.
@@ -50,18 +51,51 @@ def source_of(recalc: str | None) -> str:
 
 class FolderIndex:
     """A run folder's records (ResultsStore.load()) grouped by cell once, so looking up every cell of a
-    folder costs one pass over its records, not one pass per cell (a refresh of 100,000 rollouts)."""
+    folder costs one pass over its records, not one pass per cell (a refresh of 100,000 rollouts).
+    `refresh` brings it up to date with its folder, parsing only what was appended since (results_tail)."""
 
-    def __init__(self, records: Mapping[tuple[str, str, int], ResultRecord]):
+    def __init__(self, records: Mapping[tuple[str, str, int], ResultRecord], run_dir: Path | None = None):
+        self.run_dir = run_dir
         self.cells: dict[tuple[str, str], list[ResultRecord]] = {}
-        for r in records.values():
-            self.cells.setdefault((r.instance_id, r.config_name), []).append(r)
-        for group in self.cells.values():
-            group.sort(key=lambda r: r.rollout_index)
+        self._complete: dict[tuple[str, str], dict[int, ResultRecord]] = {}  # the file's complete lines
+        self._pending: list[ResultRecord] = []  # records after its last newline: counted, read again
+        self._point: ReadPoint | None = None
+        self._apply(records.values(), [])
 
     @classmethod
     def of(cls, run_dir: Path) -> FolderIndex:
-        return cls(ResultsStore(run_dir).load())
+        return cls({}, run_dir).refresh()
+
+    def refresh(self) -> FolderIndex:
+        """Read what the folder's results.jsonl gained since the last read (all of it when the file was
+        replaced or rewritten): the index then holds exactly what `ResultsStore(run_dir).load()` gives."""
+        if self.run_dir is None:
+            raise ValueError("an index built from records has no folder to read")
+        read = read_tail(self.run_dir, self._point)
+        if read.whole:
+            self._complete.clear()
+            self.cells.clear()
+        self._point = read.point
+        self._apply(read.records, read.unterminated)
+        return self
+
+    def _apply(self, records: Iterable[ResultRecord], pending: list[ResultRecord]) -> None:
+        """Records of complete lines in file order (the last of a key wins), then the new pending ones."""
+        touched = {(r.instance_id, r.config_name) for r in self._pending}
+        for r in records:
+            cell = (r.instance_id, r.config_name)
+            self._complete.setdefault(cell, {})[r.rollout_index] = r
+            touched.add(cell)
+        self._pending = pending
+        overlay: dict[tuple[str, str], dict[int, ResultRecord]] = {}
+        for r in pending:
+            overlay.setdefault((r.instance_id, r.config_name), {})[r.rollout_index] = r
+        for cell in touched | overlay.keys():
+            group = {**self._complete.get(cell, {}), **overlay.get(cell, {})}
+            if group:
+                self.cells[cell] = [group[k] for k in sorted(group)]
+            else:
+                self.cells.pop(cell, None)
 
     def graded(self, instance_id: str, config_name: str, source: str | None = None) -> list[ResultRecord]:
         """The cell's graded rollouts (no infrastructure error), by rollout index; with `source`, only those
@@ -106,7 +140,8 @@ class CellResult:
 
 class CurrentResults:
     """Looks up cells' current results, reading each run folder once; a folder being written (`live`, the
-    running step's own) is read again each time."""
+    running step's own) is brought up to date each time, parsing only what was appended since (one pass
+    over the run's records in all, not one per cell asked about)."""
 
     def __init__(self, instance: DagsterInstance, live: Path | None = None):
         self.instance = instance
@@ -118,12 +153,11 @@ class CurrentResults:
         if mat is None or "output_dir" not in mat.metadata:
             return None
         run_dir = Path(str(mat.metadata["output_dir"].value))
-        if run_dir.resolve() == self.live:
-            folder = FolderIndex.of(run_dir)
-        else:
-            if run_dir not in self._folders:
-                self._folders[run_dir] = FolderIndex.of(run_dir)
-            folder = self._folders[run_dir]
+        folder = self._folders.get(run_dir)
+        if folder is None:
+            folder = self._folders[run_dir] = FolderIndex.of(run_dir)
+        elif run_dir.resolve() == self.live:
+            folder.refresh()
         records = folder.graded(instance_id, config_name)
         return CellResult(mat, run_dir, records) if records else None
 

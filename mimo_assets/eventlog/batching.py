@@ -115,25 +115,33 @@ def _store(context: OpExecutionContext | Any, events: list[Event]) -> None:
         return
     enable_event_batches(MAX_BATCH * 3)
     step = step_context(context)
-    batch_id = generate_event_batch_id()
     materializations = [e for e in events if isinstance(e, AssetMaterialization)]
-    last = len(materializations) - 1
-    for i, event in enumerate(materializations):
-        DagsterEvent.asset_materialization(step, event, DagsterEventBatchMetadata(batch_id, i == last))
-    for failure in (e for e in events if isinstance(e, AssetMaterializationFailure)):
-        # Dagster's partition status counts a partition failed when a failed run planned it and did not
-        # materialize it: say it was planned (the CLI door's run plans nothing up front), then failed.
+    failures = [e for e in events if isinstance(e, AssetMaterializationFailure)]
+    observations = [e for e in events if isinstance(e, AssetObservation)]
+    for event, meta in zip(materializations, _batch(len(materializations)), strict=True):
+        DagsterEvent.asset_materialization(step, event, meta)
+    # Dagster's partition status counts a partition failed when a failed run planned it and did not
+    # materialize it: say it was planned (the CLI door's run plans nothing up front), then failed. One
+    # batch per event type (dagster-postgres batches one type at a time), the failures after their plans.
+    for failure, meta in zip(failures, _batch(len(failures)), strict=True):
         planned = AssetMaterializationPlannedData(failure.asset_key, partition=failure.partition)
-        DagsterEvent.from_step(DagsterEventType.ASSET_MATERIALIZATION_PLANNED, step, planned)
+        DagsterEvent.from_step(DagsterEventType.ASSET_MATERIALIZATION_PLANNED, step, planned, batch_metadata=meta)
+    for failure in failures:  # dropped by the SQLite and PostgreSQL event logs (events.partition_failures)
         DagsterEvent.from_step(
             DagsterEventType.ASSET_FAILED_TO_MATERIALIZE,
             step,
             AssetFailedToMaterializeData(failure),
             message=f"{failure.asset_key.to_user_string()} {failure.partition}: {failure.description}",
         )
-    for observation in (e for e in events if isinstance(e, AssetObservation)):
-        # what the partition's page shows of a failure: the event log keeps observations (events.partition_failures)
-        DagsterEvent.asset_observation(step, observation)
+    # what the partition's page shows of a failure: the event log keeps observations (events.partition_failures)
+    for observation, meta in zip(observations, _batch(len(observations)), strict=True):
+        DagsterEvent.asset_observation(step, observation, meta)
+
+
+def _batch(size: int) -> list[DagsterEventBatchMetadata]:
+    """Batch metadata for `size` events stored together (the last one ends the batch)."""
+    batch_id = generate_event_batch_id()
+    return [DagsterEventBatchMetadata(batch_id, i == size - 1) for i in range(size)]
 
 
 def emit_all(context: Any, items: Iterable[AssetMaterialization | list[Any]]) -> Iterator[AssetMaterialization]:

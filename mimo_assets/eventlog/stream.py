@@ -101,6 +101,7 @@ def materializations(
     logged again so the failed run does not count it failed."""
     grouper = PartitionGrouper(planned)
     current = CurrentResults(instance, live=output_dir)
+    notes: list[str] = []  # one warning per batch: each log line is an event stored on its own
 
     def infra(group: list[ResultRecord]) -> list[Event | Kept]:
         first = group[0]
@@ -114,11 +115,11 @@ def materializations(
                 if earlier
                 else "partition failed"
             )
-            for r in bad:
-                log.warning(
-                    f"{r.instance_id} [{r.config_name}#{r.rollout_index}]: {r.exit_status} "
-                    f"(infrastructure error, {outcome}): {r.error}"
-                )
+            notes.extend(
+                f"{r.instance_id} [{r.config_name}#{r.rollout_index}]: {r.exit_status} "
+                f"(infrastructure error, {outcome}): {r.error}"
+                for r in bad
+            )
         if earlier is None:
             return list(partition_failures(dataset, group, tags, graded_only=graded_only, run_dir=output_dir))
         latest = [m for key in dagster_planned if (m := latest_materialization(instance, key, pk)) is not None]
@@ -149,11 +150,19 @@ def materializations(
             )
         )
 
+    def warn() -> None:
+        if notes and log is not None:
+            log.warning(f"{len(notes)} rollout(s) hit an infrastructure error:\n" + "\n".join(notes))
+        notes.clear()
+
     for batch in batches(records):
         events: list[Event | Kept] = []
         for record in batch:
             group = grouper.add(record)
             if group is not None:
                 events += emit(group)
+        warn()
         yield events
-    yield [e for group in grouper.leftovers() for e in emit(group)]
+    events = [e for group in grouper.leftovers() for e in emit(group)]
+    warn()
+    yield events

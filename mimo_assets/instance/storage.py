@@ -5,7 +5,8 @@ Dagster's stock SQLite storage builds a new SQLAlchemy engine and connection for
 stores a batch one event at a time: recording a CLI run cost ~22 ms of CPU per materialization, four
 connections and two commits each (measured with cProfile: 83 % of the recording child's CPU). Here one engine
 (its pool of connections) lives as long as the storage, and `store_event_batch` writes a batch of
-materializations in one INSERT and one index transaction, as dagster-postgres does. Dagster calls
+materializations, observations and "materialization planned" events (a failed partition's) in one
+INSERT and one index transaction, as dagster-postgres does for one event type. Dagster calls
 `store_event_batch` for events logged with batch metadata (see mimo_assets/eventlog/batching.py).
 """
 
@@ -27,7 +28,11 @@ from mimo_assets.dagster_private import (
 )
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
-_BATCHABLE = {DagsterEventType.ASSET_MATERIALIZATION, DagsterEventType.ASSET_OBSERVATION}
+_BATCHABLE = {
+    DagsterEventType.ASSET_MATERIALIZATION,
+    DagsterEventType.ASSET_OBSERVATION,
+    DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+}
 
 
 class BatchedSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
@@ -60,8 +65,11 @@ class BatchedSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
             yield conn
 
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
-        """A batch of materializations/observations (any mix of assets): one INSERT ... RETURNING, then
-        their tags and each asset's latest event in one index transaction."""
+        """A batch of materializations, observations and planned materializations (any mix of assets and
+        of these types): one INSERT ... RETURNING, then their tags and the asset rows in one index
+        transaction. An asset's row takes different columns from each type (the latest materialization,
+        the last run id, the last event's time), so the latest event of each asset and type is applied, in
+        storage order: the row ends as storing the events one by one leaves it."""
         if not events or any(
             not e.is_dagster_event or e.get_dagster_event().event_type not in _BATCHABLE for e in events
         ):
@@ -69,12 +77,13 @@ class BatchedSqliteEventLogStorage(ConsolidatedSqliteEventLogStorage):
         with self._connect() as conn:
             rows = conn.execute(self.prepare_insert_event_batch(events).returning(SqlEventLogStorageTable.c.id))
             event_ids = [int(row[0]) for row in rows.fetchall()]
-        latest: dict[Any, tuple[EventLogEntry, int]] = {}
+        latest: dict[tuple[Any, DagsterEventType], tuple[EventLogEntry, int]] = {}
         for event, event_id in zip(events, event_ids, strict=True):
-            latest[event.get_dagster_event().asset_key] = (event, event_id)
+            dagster_event = event.get_dagster_event()
+            latest[(dagster_event.asset_key, dagster_event.event_type)] = (event, event_id)
         with self.index_transaction() as conn:
             self._store_asset_event_tags(conn, list(events), event_ids)
-            for event, event_id in latest.values():
+            for event, event_id in sorted(latest.values(), key=lambda pair: pair[1]):
                 self._store_asset_event(conn, event, event_id)
 
     def dispose(self) -> None:
