@@ -1,0 +1,26 @@
+"""The partition status bar a user reads in the Dagster UI, through a real browser, counts exactly what the
+event log holds: bench/bench_dagster_ui.py's synthetic runs (the events our recording logs, straight into
+storage) at 2,000 partitions, materialized, failed and missing scattered among them. The bench measures
+the same page at 100,000."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.bench_dagster_ui import shown_counts, webserver, write_synthetic
+from mimo_assets.instance.home import get_instance
+from testkit.cdp import Browser
+
+
+def test_the_partitions_pages_count_what_was_written(tmp_path: Path, dagster_env: dict[str, str]) -> None:
+    written = write_synthetic(get_instance(), 1000, fail_every=7, missing_every=11, run_dir=tmp_path / "run")
+    expected = written.expected()
+    assert expected == {"Partitions": 2000, "Materialized": 1559, "Failed": 260, "Missing": 181}
+    home = Path(dagster_env["DAGSTER_HOME"])
+    with webserver(home, tmp_path / "webserver.log", dagster_env) as (url, _), Browser() as browser:
+        _, rollouts = shown_counts(browser, f"{url}/assets/rollouts?view=partitions")
+        _, graded = shown_counts(browser, f"{url}/assets/graded_results?view=partitions")
+        _, judge = shown_counts(browser, f"{url}/assets/judge_scores?view=partitions")
+    assert rollouts == expected
+    assert graded == expected
+    assert judge == {**expected, "Materialized": 0, "Failed": 0, "Missing": 2000}  # no judge ran
