@@ -172,6 +172,7 @@ def run_judge(
             ended_at=datetime.now(UTC).isoformat(timespec="seconds"),
             agent_s=elapsed,
             total_s=elapsed,
+            budget_wait_s=round(sum(c.wait_s for c in result.calls), 3),  # waits for the endpoint's budget
         ),
         config=mask_secret_keys(config.model_dump(mode="json")),
     )
