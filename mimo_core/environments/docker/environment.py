@@ -9,103 +9,38 @@ the container keeps working. Files travel as tar archives (put_archive / get_arc
 
 Containers are labelled (run id, instance, config, the runner's host and pid) and removed by `stop()`;
 an atexit hook removes any a dying runner still holds, and `docker/cleanup.py`'s `cleanup()` removes what a
-SIGKILLed runner left. The `docker` package is imported lazily so `mimoagent --help` stays fast.
+SIGKILLed runner left. How the containers are made is `docker/containers.py`. The `docker` package is
+imported lazily so `mimoagent --help` stays fast.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
-import re
 import secrets
 import shlex
-import tarfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 from mimo_core.environments import live
-from mimo_core.environments.base import LABEL_INSTANCE, LABEL_RUN_ID, Capabilities, ExecResult
+from mimo_core.environments.base import Capabilities, ExecResult
 from mimo_core.environments.budgets import BudgetWatch, Exceeded, disk_exceeded, memory_exceeded
-from mimo_core.environments.container.base import (
-    EXEC_MARKER,
-    KEEPALIVE,
-    KILL_GRACE,
-    QUIET_ENV,
-    ContainerEnvironment,
-    capture_script,
+from mimo_core.environments.container.base import EXEC_MARKER, KILL_GRACE, ContainerEnvironment, capture_script
+from mimo_core.environments.docker.containers import (
+    HOST_CA_BUNDLE,
+    DockerOptions,
+    create_container,
+    reference_container,
 )
 from mimo_core.environments.docker.files import ContainerFiles
 from mimo_core.environments.docker.registry import remove
 from mimo_core.environments.docker.shell import open_shell
 from mimo_core.environments.docker.streams import FrameReader
-from mimo_core.environments.owners import owner_labels
 from mimo_core.environments.shell import ShellStream
 from mimo_core.errors import SandboxError
 
 if TYPE_CHECKING:
     from mimo_core.config import EnvironmentConfig
-
-HOST_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-_NO_STORAGE_OPT: set[str] = set()  # engines whose storage driver refused a container size (storage_opt)
-_CA_VARS = (
-    "SSL_CERT_FILE",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "PIP_CERT",
-    "NODE_EXTRA_CA_CERTS",
-    "GIT_SSL_CAINFO",
-)
-
-
-class DockerOptions(BaseModel):
-    """`environment.backend_kwargs` for the docker backend. Unknown keys are an error, not ignored."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    docker_host: str | None = None  # default: DOCKER_HOST / the local socket
-    network_mode: str | None = None  # e.g. "host" (tests reach 127.0.0.1); no-network tasks force "none"
-    ca_bundle: Literal["auto", "none"] | str = "auto"  # auto: the host bundle, when the task has network
-    scratch_dir: str = "/tmp/.mimo"
-    # Image for tasks whose own image can be neither found, pulled nor built (or that name none); the
-    # dataset type seeds the repository (repo_archive / repo_dir) into it. Offline demos and CI use it.
-    fallback_image: str | None = None
-    user: str | None = None
-    init: bool = False  # docker's init as PID 1; by default PID 1 is our shell loop (see KEEPALIVE)
-    extra_hosts: dict[str, str] = {}
-    shm_size: str | None = None
-    # Limits every task container gets unless its row sets its own: a fork bomb stays inside.
-    pids_limit: int | None = Field(default=4096, gt=0)
-    no_new_privileges: bool = True  # setuid programs cannot raise the agent's privileges
-
-
-class _Reference:
-    """A reference container's commands (stdout alone) and file writes."""
-
-    def __init__(self, client: Any, container: Any) -> None:
-        self.client, self.container = client, container
-
-    def exec_bytes(self, script: str, stdin: bytes = b"", timeout: float = 300.0) -> tuple[int, bytes, str]:
-        res = self.container.exec_run(["sh", "-c", script], user="0", demux=True)
-        out, err = res.output or (None, None)
-        return int(res.exit_code if res.exit_code is not None else 1), out or b"", (err or b"").decode(errors="replace")
-
-    def write_file(self, path: str, data: bytes, mode: int | None = None) -> None:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(os.path.basename(path))
-            info.size, info.mode = len(data), mode or 0o600
-            tar.addfile(info, io.BytesIO(data))
-        if not self.container.put_archive(os.path.dirname(path) or "/", buf.getvalue()):
-            raise SandboxError(f"writing {path} in the reference container failed")
-
-
-def _name_part(text: str, n: int) -> str:
-    return re.sub(r"[^a-zA-Z0-9_.-]+", "-", text).strip("-._")[:n] or "x"
 
 
 class DockerEnvironment(ContainerFiles, ContainerEnvironment):
@@ -160,7 +95,9 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
             image_prefix=self.config.image_prefix,
         )
         try:
-            self.container = self._create()
+            self.container = create_container(
+                self.client, self.image, self.spec, self.options, ca_bundle=self._ca_bundle() is not None
+            )
             live.track(self)
             self.container.start()
             self._watch = BudgetWatch(self.container.name, self._budget_check, self._end_for_budget)
@@ -172,69 +109,6 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
         if ca is not None:
             self.write_file(HOST_CA_BUNDLE, Path(ca).read_bytes(), mode=0o644)
         self.mark_system_baseline()
-
-    def _create(self) -> Any:
-        spec, opts = self.spec, self.options
-        labels = {**spec.labels, **owner_labels()}
-        name = "mimo-{}-{}-{}".format(
-            _name_part(labels.get(LABEL_INSTANCE, "task"), 40),
-            _name_part(labels.get(LABEL_RUN_ID, "run"), 20),
-            secrets.token_hex(3),
-        )
-        env = {**QUIET_ENV, **spec.env}
-        network_mode = opts.network_mode if spec.network else "none"
-        volumes: dict[str, dict[str, str]] = {}
-        if self._ca_bundle() is not None:  # copied in once the container runs: no host path is mounted for it
-            for var in _CA_VARS:
-                env.setdefault(var, HOST_CA_BUNDLE)
-        # The one kind of host folder a task container gets: the CLI agents' install cache, read-only
-        # (framework-owned, no task data); on a remote engine the path is the engine host's.
-        for host_path, path in spec.mounts.items():
-            volumes[host_path] = {"bind": path, "mode": "ro"}
-        kwargs: dict[str, Any] = dict(
-            image=self.image,
-            name=name,
-            entrypoint=["/bin/sh", "-c", KEEPALIVE],
-            command=[],
-            detach=True,
-            working_dir=spec.cwd,
-            environment=env,
-            labels=labels,
-            volumes=volumes,
-            init=opts.init,
-            extra_hosts=opts.extra_hosts or None,
-            stdin_open=False,
-            tty=False,
-        )
-        if network_mode:
-            kwargs["network_mode"] = network_mode
-        if spec.cpus:
-            kwargs["nano_cpus"] = int(spec.cpus * 1e9)
-        if spec.memory_mb:  # (/dev/shm, a tmpfs of shm_size, 64 MB by default, counts in it)
-            kwargs["mem_limit"] = f"{spec.memory_mb}m"
-            kwargs["memswap_limit"] = f"{spec.memory_mb}m"
-        if spec.storage_mb and self.client.api.base_url not in _NO_STORAGE_OPT:
-            kwargs["storage_opt"] = {"size": f"{spec.storage_mb}M"}
-        if spec.pids_limit or opts.pids_limit:
-            kwargs["pids_limit"] = spec.pids_limit or opts.pids_limit
-        if opts.no_new_privileges:
-            kwargs["security_opt"] = ["no-new-privileges"]
-        kwargs["privileged"] = False  # and no cap_add: the engine's default capabilities, nothing more
-        if opts.user:
-            kwargs["user"] = opts.user
-        if opts.shm_size:
-            kwargs["shm_size"] = opts.shm_size
-        import docker.errors
-
-        try:
-            return self.client.containers.create(**kwargs)
-        except docker.errors.APIError as e:
-            if "storage_opt" not in kwargs or "storage" not in str(e).lower():
-                raise
-            # overlay2 takes a size only on xfs with project quotas: the budget watchdog alone enforces it
-            _NO_STORAGE_OPT.add(self.client.api.base_url)
-            del kwargs["storage_opt"]
-            return self.client.containers.create(**kwargs)
 
     # -- budgets (budgets.py): docker's OOM record and the cgroup's kill count, the writable layer's size --
 
@@ -407,29 +281,9 @@ class DockerEnvironment(ContainerFiles, ContainerEnvironment):
 
     # -- a pristine system for grading (container/system_files.py) ----------------------------------
 
-    @contextlib.contextmanager
-    def _reference(self) -> Iterator[_Reference]:
+    def _reference(self) -> Any:
         """A container of the same image, never touched, without network; removed on exit."""
-        labels = {**self.spec.labels, **owner_labels()}
-        labels[LABEL_INSTANCE] = f"{labels.get(LABEL_INSTANCE, 'task')}-reference"
-        ref = _Reference(
-            self.client,
-            self.client.containers.create(
-                image=self.image,
-                entrypoint=["/bin/sh", "-c", KEEPALIVE],
-                command=[],
-                detach=True,
-                network_mode="none",
-                labels=labels,
-                user="0",
-                security_opt=["no-new-privileges"],
-            ),
-        )
-        try:
-            ref.container.start()
-            yield ref
-        finally:
-            remove(ref.container.id, self.client)
+        return reference_container(self.client, self.image, self.spec)
 
     def _extract_root(self, archive: bytes) -> None:
         self._put("/", archive)

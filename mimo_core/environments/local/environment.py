@@ -18,7 +18,8 @@ of the agent is dead (`begin_grading`).
 
 Every process the sandbox starts carries `MIMO_SANDBOX=<id>`; `stop()` kills all of them, including
 background jobs that called `setsid` or `nohup`. With `sandbox: bwrap` ONE bubblewrap sandbox holds each
-phase of the rollout (see bwrap.py): its persistent shells and every `execute`.
+phase of the rollout (see bwrap.py): its persistent shells and every `execute`. The grading seam is
+`grading.py`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from mimo_core.environments.local.bwrap import BwrapSandbox, SandboxFolders, bwr
 from mimo_core.environments.local.cgroups import Limits
 from mimo_core.environments.local.cleanup import LABEL_FILE, REMOVED_FILE, own_label, remove_tree, write_label
 from mimo_core.environments.local.files import LocalFiles
+from mimo_core.environments.local.grading import LocalGrading
 from mimo_core.environments.local.procs import (
     CALL_VAR,
     SANDBOX_VAR,
@@ -82,7 +84,7 @@ class LocalOptions(BaseModel):
     pids_limit: int | None = Field(default=4096, gt=0)
 
 
-class LocalEnvironment(LocalFiles):
+class LocalEnvironment(LocalGrading, LocalFiles):
     """One rollout's working directory on this host. `sandbox: bwrap` confines it with bubblewrap."""
 
     inline_output = False  # shell output files are read straight from the host
@@ -279,72 +281,6 @@ class LocalEnvironment(LocalFiles):
             remove_tree(self.base)
             self.base = None
         live.untrack(self)
-
-    # -- grading (GradingSeam) -------------------------------------------------------------------------
-
-    def begin_grading(self) -> int:
-        """End the agent's phase: every process it left is killed (with bwrap, its whole PID namespace
-        goes), then scratch and home are new folders the agent never saw, in a new sandbox over the same
-        work folder. Without bwrap only the processes carrying the sandbox's marker can be found."""
-        if self.base is None:
-            raise SandboxError("LocalEnvironment.begin_grading called before start() or after stop()")
-        self._check_present()
-        self._close_sessions()
-        if self._watch is not None and (over := self._watch.check_now()) is not None:  # before home goes
-            raise SandboxError(f"the sandbox was ended for its {over.kind} budget: {over.detail}")
-        if self._bwrap is not None:
-            alive = self._bwrap.end_processes()
-            self._retire_bwrap()
-        else:
-            alive = kill_marked(SANDBOX_VAR, self.sandbox_id)
-        for old in (self.scratch_dir, self.home):
-            remove_tree(old)
-        try:
-            self.scratch_dir = tempfile.mkdtemp(prefix="scratch-grading-", dir=self.base)
-            self.home = tempfile.mkdtemp(prefix="home-grading-", dir=self.base)
-        except FileNotFoundError:  # the folder went from under us (a forced cleanup racing this)
-            self._check_present()
-            raise
-        self._env["HOME"] = self.home
-        if self.sandbox == "bwrap":
-            self._start_bwrap()
-        return alive
-
-    def mark_system_baseline(self) -> None:
-        """Nothing to mark: see `discard_system_changes`."""
-
-    def discard_system_changes(self, keep: list[str]) -> list[str]:
-        """What the agent changed outside `keep` and the verifier would see: always [] here, for two reasons.
-
-        With `sandbox: bwrap` nothing outside the work folder survives into grading: the host's system
-        folders (/usr, /etc, ...) are bound read-only, and `begin_grading` starts a new sandbox whose
-        home, scratch, /tmp, /var (with /var/tmp) and /run are new and empty (private tmpfs; the agent's
-        are gone with its sandbox), so there is nothing to put back. Without a sandbox the agent runs as
-        the runner's user on this host: what it wrote outside its folders (a writable site-packages, the
-        user's ~/.local, the host's /tmp) is not tracked and cannot be seen here; that mode is not
-        confined at all (capabilities: confined=False)."""
-        return []
-
-    def end_processes(self) -> int:
-        """Kill every process now running in the sandbox (the verifier left), before its reward is read."""
-        self._close_sessions()
-        if self._bwrap is not None:
-            return self._bwrap.end_processes()
-        return kill_marked(SANDBOX_VAR, self.sandbox_id)
-
-    def read_only_view(self) -> LocalEnvironment | None:
-        """A second sandbox over the same work folder and home, both read-only, with a scratch of its own
-        (a judge's tools: nothing it runs can change the final state). None without bwrap."""
-        if self.sandbox != "bwrap" or self.base is None:
-            return None
-        view = LocalEnvironment(self.spec, self.config)
-        view.task_cwd, view.base, view._ctl, view.home = self.task_cwd, self.base, self._ctl, self.home
-        view.spec.cwd = self.spec.cwd
-        view.scratch_dir = tempfile.mkdtemp(prefix="scratch-view-", dir=self.base)
-        view._env = {**self._env, SANDBOX_VAR: view.sandbox_id}
-        view._view_of = self
-        view._start_bwrap(read_only=True)
-        return view
 
     def listen_inside(self) -> socket.socket | None:
         """A listening socket on the sandbox's own 127.0.0.1 (its network namespace), for a server of the
