@@ -9,8 +9,8 @@ pointing at the same endpoint share one budget. A model block sets `max_concurre
 endpoint, the strictest wins.
 
 Concurrency is adaptive (AIMD): it starts at `max_concurrency` (or `START` when none is set), grows by
-one slot per window of successful calls while the limit is what holds calls back, and halves on an overload
-(HTTP 429, 503, 529) — once per round of calls: a call started before the last cut does not cut again.
+one slot per window of successful calls while the limit is what holds calls back, and is cut to 3/4 on an
+overload (HTTP 429, 503, 529) — once per round of calls: a call started before the last cut does not cut again.
 A `Retry-After` holds every new call of the endpoint until it has passed. Requests per minute are spaced
 evenly (one start every 60/rpm s), which keeps under any window a provider counts in; tokens per minute
 are a bucket refilled continuously, charged the request's estimate before the call and the usage the
@@ -31,6 +31,7 @@ from mimo_core.errors import ModelInterrupted
 
 START = 4  # adaptive concurrency's first limit when the model block sets none
 CEILING = 1024  # ... and the most it grows to
+BACKOFF = 0.75  # an overload cuts the adaptive limit to this share (one cut per round of calls)
 POLL_S = 0.05  # how often a waiting call looks at its stop events
 MAX_HOLD_S = 60.0  # the longest a Retry-After holds the endpoint
 OVERLOAD_STATUSES = frozenset({429, 503, 529})
@@ -170,7 +171,7 @@ class EndpointBudget:
             if status in OVERLOAD_STATUSES:
                 self.stats.overloads += 1
                 if ticket.started >= self._last_cut:  # one cut per round of calls
-                    self.limit = max(self.limit / 2.0, 1.0)
+                    self.limit = max(self.limit * BACKOFF, 1.0)
                     self._last_cut = now
                 if retry_after:
                     self._held_until = max(self._held_until, now + min(retry_after, self.max_hold_s))

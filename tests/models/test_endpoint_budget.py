@@ -15,7 +15,7 @@ from mimo_core.agents.blackbox.proxy import RecordingProxy
 from mimo_core.agents.stop import AgentStop
 from mimo_core.config import ModelConfig, RetryConfig
 from mimo_core.errors import ModelInterrupted
-from mimo_core.models.endpoint_budget import START, EndpointBudget, budget_for
+from mimo_core.models.endpoint_budget import BACKOFF, START, EndpointBudget, budget_for
 from mimo_core.models.factory import make_model
 from testkit.scripted_llm import Reply, ScriptedLLM, turns
 from tests.models.helpers import API_KEY, BASH, start_messages
@@ -56,7 +56,7 @@ def test_concurrency_cap_keeps_the_rest_waiting_and_counts_their_waits() -> None
     assert sum(w > 0 for w in waits) == 9 == budget.stats.waits
 
 
-def test_adaptive_halves_once_per_round_holds_for_retry_after_and_grows_back() -> None:
+def test_adaptive_cuts_once_per_round_holds_for_retry_after_and_grows_back() -> None:
     clock = Clock()
     budget = EndpointBudget("e", clock=clock)
     assert budget.limit == START == 4
@@ -64,14 +64,14 @@ def test_adaptive_halves_once_per_round_holds_for_retry_after_and_grows_back() -
     clock.now += 1
     budget.release(tickets[0], 429, retry_after=2.0)
     budget.release(tickets[1], 529)  # started before the cut: the same round, no second cut
-    assert budget.limit == 2.0 and budget.stats.overloads == 2
+    assert budget.limit == 4 * BACKOFF and budget.stats.overloads == 2
     budget.release(tickets[2])
     budget.release(tickets[3])
     assert budget._delay(clock.now, 0) == pytest.approx(2.0)  # held for Retry-After
     clock.now += 2.0
     t = budget.acquire()
     budget.release(t, 503)  # a call of the new round cuts again
-    assert budget.limit == 1.0
+    assert budget.limit == 4 * BACKOFF * BACKOFF
     for _ in range(4):  # grows while the limit is what holds calls back: rounds that fill it
         held = [budget.acquire() for _ in range(int(budget.limit))]
         for ticket in held:
