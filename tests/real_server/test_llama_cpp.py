@@ -22,9 +22,8 @@ from mimo_core.records.trajectory import Trajectory, read_trajectory
 from mimo_core.run.batch import run_jobs
 from mimo_core.run.plan import RunRequest, plan_run
 from mimo_core.status import ExitStatus
-from testkit.llama_server import LlamaServer
+from testkit.llama_server import MAX_TOKENS, LlamaServer, llama_config
 from testkit.tasks import write_tasks
-from tests.real_server.conftest import MAX_TOKENS, llama_config
 
 
 @dataclass
