@@ -50,6 +50,7 @@ def check_config(named: NamedConfig) -> None:
             f"{main}); a judge runs as environment.judge_agent"
         )
     _check_agent(named)
+    _check_protocol(named)
     for key, agent in _agents(named):
         _check_templates(where, key, agent)
     _check_tools(named)
@@ -91,17 +92,28 @@ def _check_agent(named: NamedConfig) -> None:
         )
 
 
+def _check_protocol(named: NamedConfig) -> None:
+    """A protocol plug-in that is not built in imports (a built-in's SDK is imported when its client is made)."""
+    protocol = plugins.find("protocols", named.config.model.protocol)
+    if protocol.source == plugins.BUILT_IN:
+        return
+    try:
+        plugins.load(protocol)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"{named.path}: model.protocol: cannot load {protocol.name!r}: {e}") from None
+
+
 def _check_tools(named: NamedConfig) -> None:
     """The `tools:` of a tool-calling agent: the default one or a loop of your own (not the oracle's, not a
     CLI agent's: those have their own tools)."""
     from mimo_core.agents.blackbox import spec_for
-    from mimo_core.tools.registry import build_tools
+    from mimo_core.tools.registry import check_tools
 
     agent = named.config.agent
     if agent.type == "oracle" or spec_for(agent.type) is not None:
         return
     try:
-        build_tools(agent.tools, named.config.environment.timeout, agent.observation_max_chars)
+        check_tools(agent.tools)  # checked, not built: the agent builds its own in each rollout
     except ConfigError as e:
         raise ConfigError(f"{named.path}: {e}") from None
 

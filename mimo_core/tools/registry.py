@@ -54,12 +54,11 @@ def build_tool(cls: Any, config: Any, default_timeout: float | None, observation
     return make(config, default_timeout, observation_max_chars) if make is not None else cls()
 
 
-def build_tools(
-    specs: list[ToolSpec], default_timeout: float | None = None, observation_max_chars: int = 10000
-) -> list[Tool]:
-    """One Tool per spec, in order, plus `submit` if absent. Bad names/keys raise ConfigError naming
-    `agent.tools[i]` and the known choices. `default_timeout` None: bash uses the environment's timeout."""
-    tools: list[Tool] = []
+def check_tools(specs: list[ToolSpec]) -> list[tuple[str, Any, Any]]:
+    """(name, tool class, parsed `config:`) of each spec, in order, without building a tool: what a config check
+    needs (the names are tool plug-ins, none listed twice, each `config:` valid). Bad names/keys raise
+    ConfigError naming `agent.tools[i]` and the known choices."""
+    checked: list[tuple[str, Any, Any]] = []
     seen: set[str] = set()
     for i, spec in enumerate(specs):
         where = f"agent.tools[{i}]"
@@ -69,9 +68,18 @@ def build_tools(
         if spec.tool in seen:
             raise ConfigError(f"{where}.tool: {spec.tool!r} is listed more than once")
         seen.add(spec.tool)
-        config = _parse_config(cls, spec.tool, where, spec.config)
-        tools.append(build_tool(cls, config, default_timeout, observation_max_chars))
-    if "submit" not in seen:
+        checked.append((spec.tool, cls, _parse_config(cls, spec.tool, where, spec.config)))
+    return checked
+
+
+def build_tools(
+    specs: list[ToolSpec], default_timeout: float | None = None, observation_max_chars: int = 10000
+) -> list[Tool]:
+    """One Tool per spec (checked by `check_tools`), in order, plus `submit` if absent. `default_timeout`
+    None: bash uses the environment's timeout."""
+    checked = check_tools(specs)
+    tools = [build_tool(cls, config, default_timeout, observation_max_chars) for _, cls, config in checked]
+    if "submit" not in {name for name, _, _ in checked}:
         tools.append(SubmitTool())
     return tools
 

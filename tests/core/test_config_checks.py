@@ -116,6 +116,49 @@ def test_judge_template_variable_no_row_provides_fails_before_any_sandbox(tmp_pa
     assert "environment.judge_agent.agent.instance_template: no dataset row provides ['grading_notes']" in line
 
 
+COUNTING_TOOL = """
+from pydantic import BaseModel, ConfigDict
+
+from mimo_core.tools.submit import SubmitTool
+
+BUILT = []
+
+
+class CountingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    label: str = ""
+
+
+class CountingTool(SubmitTool):
+    config_model = CountingConfig
+
+    @classmethod
+    def from_config(cls, config, default_timeout, observation_max_chars):
+        BUILT.append(config.label)
+        return cls()
+"""
+
+
+def test_a_config_check_checks_tools_without_building_them(tmp_path: Path, monkeypatch) -> None:
+    """The check validates the tools block (names, `config:` keys); the agent builds the tools, once per rollout."""
+    import importlib
+
+    from mimo_core.tools.registry import build_tools
+
+    (tmp_path / "counting_tool.py").write_text(COUNTING_TOOL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("counting_tool")
+    tools = [{"tool": "bash"}, {"tool": "counting_tool:CountingTool", "config": {"label": "x"}}]
+    named = load_config(_config(tmp_path, {"agent": {"tools": tools}}))
+    assert module.BUILT == []
+    build_tools(named.config.agent.tools)
+    assert module.BUILT == ["x"]
+    bad = [{"tool": "counting_tool:CountingTool", "config": {"lable": "x"}}]
+    with pytest.raises(ConfigError, match=r"agent.tools\[0\].config: lable: unknown key"):
+        load_config(_config(tmp_path, {"agent": {"tools": bad}}))
+    assert module.BUILT == ["x"]
+
+
 def _rows_with_and_without_hint(folder: Path) -> Path:
     (folder / "repo").mkdir(parents=True, exist_ok=True)
     (folder / "repo" / "greeting.txt").write_text("hello\n")
