@@ -29,6 +29,7 @@ class Kind(NamedTuple):
     label: str  # what configs call it
     error: type[Exception]  # raised for an unknown name (the class each lookup raised before there was one)
     unknown: str  # the message: {name!r}, {known} (a list), {joined} (comma-separated)
+    by_path: bool = True  # "package.module:Attr" names one too (not a dataset row's type: rows name no code)
 
 
 KINDS: dict[str, Kind] = {
@@ -40,11 +41,13 @@ KINDS: dict[str, Kind] = {
     ),
     "agents": Kind("mimoagent.agents", "agent.type", ConfigError, "unknown agent type {name!r}; known: {known}"),
     "datasets": Kind(
-        "mimoagent.datasets", "dataset_type", DatasetError, "unknown dataset_type {name!r}; known: {joined}"
+        "mimoagent.datasets", "dataset_type", DatasetError, "unknown dataset_type {name!r}; known: {joined}", False
     ),
     "protocols": Kind("mimoagent.protocols", "model.protocol", ValueError, "unknown protocol {name!r}; known: {known}"),
     "tools": Kind("mimoagent.tools", "tool", ConfigError, "unknown tool {name!r}; known tools: {known}"),
-    "observers": Kind("mimoagent.observers", "observer", ValueError, "unknown observer {name!r}; known: {known}"),
+    "observers": Kind(
+        "mimoagent.observers", "observer", ValueError, "unknown observer {name!r}; known: {known}", False
+    ),
 }
 
 
@@ -141,7 +144,7 @@ def find(kind: str, name: str) -> Plugin:
     built = BUILT_INS[kind].get(name)
     if built is not None:
         return Plugin(kind, name, built.target, BUILT_IN, PROJECT, *built[1:])
-    if ":" in name:
+    if spec.by_path and _is_path(name):
         return Plugin(kind, name, name, name)
     found = _entry_points().get(kind, {}).get(name, [])
     if len(found) > 1:
@@ -202,6 +205,12 @@ def load(plugin: Plugin) -> Any:
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def _is_path(name: str) -> bool:
+    """`package.module:Attr`, each part an identifier."""
+    module, colon, attr = name.partition(":")
+    return bool(colon) and all(p.isidentifier() for p in (*module.split("."), *attr.split(".")))
 
 
 def refresh() -> None:

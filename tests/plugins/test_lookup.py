@@ -76,6 +76,18 @@ def test_built_ins_aliases_and_module_paths_resolve() -> None:
     assert type(missing.value) is ModuleNotFoundError
 
 
+def test_rows_name_no_code_and_configs_name_code_only_as_module_paths(tmp_path: Path) -> None:
+    """A dataset row's type is a name, never a module to import; a config's `module:attr` is checked when
+    the config loads, like any plug-in of that kind."""
+    with pytest.raises(DatasetError, match="unknown dataset_type 'json:JSONDecoder'"):
+        plugins.lookup("datasets", "json:JSONDecoder")
+    with pytest.raises(ValueError, match="unknown environment_class 'os path:join'"):
+        plugins.find("environments", "os path:join")
+    with pytest.raises(ConfigError, match=r"cfg\.yaml: model\.protocol: cannot load 'no_such_module:make': No module"):
+        load_config(_config(tmp_path, {"model": {"protocol": "no_such_module:make"}}))
+    assert load_config(_config(tmp_path, {"model": {"protocol": "mimo_core.models.chat:make_chat_model"}}))
+
+
 def test_a_built_in_whose_module_is_not_installed_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
     """A backend's SDK (imported only when a sandbox starts) is checked at lookup: the requirement comes
     from mimoagent's own metadata; an optional extra is named as an extra."""

@@ -3,7 +3,8 @@
 
 An agent plug-in is a class with `from_config(config, dataset_type, cancel)` returning an object with
 `run(task, env, ctx) -> AgentResult` (mimo_core/agents/base.py). Every model call goes to
-`ctx.record_call`, so `agent_msgs/` holds it as it holds the default agent's.
+`ctx.record_call`, so `agent_msgs/` holds it as it holds the default agent's; the tool calls in the
+messages it returns are what the containment checks read (mimo_core/containment/).
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ class TinyLoopAgent:
             submitted = False
             for call in resp.message.tool_calls or []:
                 output, done = self._run(call.name, call.arguments, env)
-                ctx.note_tool_call(steps, call.name, call.arguments, output)
                 messages.append(Message(role="tool", tool_call_id=call.id, name=call.name, content=output))
                 submitted |= done
             if submitted:
