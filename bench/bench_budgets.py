@@ -1,12 +1,26 @@
-"""The runner's memory beside hostile rollouts: 8 hostile rows (the budget cases of
-tests/redteam/test_budgets.py, cycled: huge files read, one enormous line, a sparse 10 GB file, devices,
-output floods, a verifier writing a 300 MB log) and 8 honest ones, in one real CLI run on local+bwrap
-with the scripted model. Prints the runner's peak RSS (its own, from wait4), the peak of the whole
-process tree's summed RSS (sampled from /proc every 50 ms: the runner, its sandboxes and every process in
-them), the most host disk the run's folder used, and how many honest rows scored 1. Run as root from the
-repository root:
+"""The runner beside hostile rollouts (issue 34): 8 hostile rows and 8 honest ones in one real CLI run on
+local+bwrap with the scripted model, every row with memory_mb 512 and storage_mb 200. The hostile rows
+cycle through: a 60 MB file and a 50 MB line read by the read tool, 400 MB floods on stdout and on
+stderr, a verifier writing 150 MB of padding before a valid reward and one writing a sparse 4 GB
+reward.json, 200k small files (past storage_mb) and a fork-and-allocate loop (past memory_mb). Prints:
 
-    uv run python -m bench.bench_budgets [--hostile 8] [--honest 8] [--workers 8]
+- the runner's peak RSS: its own VmHWM (/proc/<pid>/status, sampled every 20 ms; wait4's ru_maxrss keeps
+  the parent's size through fork and exec: tests/redteam/runner_rss.py), the runner's own CPU, the whole
+  tree's CPU (wait4) and summed RSS (sampled every 100 ms);
+- the host disk the run used: the largest drop of the host filesystem's free space (sampled every
+  0.2 s) and of the run folder's du (every 1 s);
+- each row's outcome (honest rows must score 1);
+- the budget watchdog's cost: one check (`budget_exceeded()`: the sandbox cgroup's OOM count and two
+  `du` of its folders) of a local+bwrap sandbox holding a repository of 5,000 and of 50,000 files, CPU
+  per check and per minute at its pace (every 2 s, or 5× a check's time); and the same 8 honest rows,
+  each sleeping 20 s, with the budgets on (memory_mb 512, storage_mb 200) and off (both null: no du, no
+  memory cap);
+- beside mini-swe-agent: one rollout that makes a 60 MB file, `cat`s it and floods 400 MB of output, each
+  runner's peak RSS (VmHWM) and the ratio.
+
+Run as root (bwrap, cgroups) from the repository root:
+
+    uv run python -m bench.bench_budgets [--hostile 8] [--honest 8] [--workers 8] [--no-peer] [--no-ab]
 """
 
 from __future__ import annotations
@@ -14,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import secrets
 import shutil
 import subprocess
@@ -21,13 +36,86 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from bench.common import API_KEY, MODEL, PEER_SUBMIT, frameworks, machine, peer_env, peer_python, print_table
 from testkit.scripted_llm import Reply, Request, ScriptedLLM
-from tests.redteam.test_budgets import EVAL, HOSTILE, SOLVE, _config
 
 REPO = Path(__file__).resolve().parents[1]
 MiB = 1 << 20
+MEMORY_MB, STORAGE_MB = 512, 200
+EVAL = (
+    'mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
+    "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi"
+)
+SOLVE = ("bash", {"command": "echo {answer} > solved.txt && echo solved"})
+Call = tuple[str, dict[str, Any]]
+
+
+def _junk(name: str, make: str) -> str:  # the file in the sandbox's home, linked from the work folder
+    return f'mkdir -p junk && f="$HOME/{name}" && {make} && ln -sf "$f" junk/{name} && ls -lL junk/{name}'
+
+
+def _bash(command: str) -> Call:
+    return ("bash", {"command": command})
+
+
+# case -> (tool calls before solving, extra row fields)
+HOSTILE: dict[str, tuple[list[Call], dict[str, Any]]] = {
+    "huge_file": (
+        [_bash(_junk("big.txt", 'yes abcdefghi | head -c 60M > "$f"')), ("read", {"path": "junk/big.txt"})],
+        {},
+    ),
+    "one_line": (
+        [_bash(_junk("line.txt", "head -c 50M /dev/zero | tr '\\0' x > \"$f\"")), ("read", {"path": "junk/line.txt"})],
+        {},
+    ),
+    "stdout_flood": ([_bash("yes out-flood | head -c 400M; echo done")], {}),
+    "stderr_flood": ([_bash("yes err-flood | head -c 400M >&2; echo done")], {}),
+    "reward_padded": (
+        [_bash("echo hello")],
+        {
+            "eval_script": "mkdir -p /logs/verifier; head -c 150M /dev/zero | tr '\\0' ' ' "
+            "> /logs/verifier/reward.json; echo '{\"reward\": 1}' >> /logs/verifier/reward.json; " + EVAL
+        },
+    ),
+    "reward_sparse": (
+        [_bash("echo hello")],
+        {"eval_script": "mkdir -p /logs/verifier; truncate -s 4G /logs/verifier/reward.json; " + EVAL},
+    ),
+    "many_small": (
+        [
+            _bash(
+                'mkdir -p "$HOME/many" && cd "$HOME/many" && s=$(printf "%2048s" x) && '
+                'for i in $(seq 200000); do printf %s "$s" > $i; done; echo made'
+            )
+        ],
+        {},
+    ),
+    "fork_allocate": (
+        [_bash("for i in $(seq 12); do (head -c 100M /dev/zero | tail -c 100M > /dev/null) & done; wait; echo ok")],
+        {},
+    ),
+}
+
+
+# -- measuring a runner from outside ------------------------------------------------------------------
+
+
+def _proc_numbers(pid: int) -> tuple[int, float]:
+    """(VmHWM bytes, own CPU seconds) of a live process; (0, 0) once it is gone or a zombie."""
+    hwm, cpu = 0, 0.0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                hwm = int(line.split()[1]) * 1024
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        pass
+    return hwm, cpu
 
 
 def _tree_rss(root: int) -> int:
@@ -45,10 +133,10 @@ def _tree_rss(root: int) -> int:
             continue
         parents[int(entry)] = int(fields[1])
         rss[int(entry)] = int(fields[21]) * page
-    total, todo, seen = 0, [root], set()
     children: dict[int, list[int]] = {}
     for pid, ppid in parents.items():
         children.setdefault(ppid, []).append(pid)
+    total, todo, seen = 0, [root], set()
     while todo:
         pid = todo.pop()
         if pid in seen:
@@ -67,119 +155,302 @@ def _du(folder: Path) -> int:
         return 0
 
 
+def measure(argv: list[str], env: dict[str, str], folder: Path, cwd: Path = REPO) -> dict[str, Any]:
+    """Run `argv`, sampling its VmHWM and CPU (20 ms), its tree's summed RSS (100 ms), the host's free space
+    (200 ms) and `folder`'s du (1 s); wait4 gives the whole tree's CPU."""
+    with open(folder / "stderr.log", "ab") as se:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=se)
+    free0 = shutil.disk_usage(folder).free
+    peak = {"hwm": 0, "cpu": 0.0, "tree": 0, "free": free0, "du": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        n = 0
+        while not done.is_set():
+            hwm, cpu = _proc_numbers(proc.pid)
+            peak["hwm"], peak["cpu"] = max(peak["hwm"], hwm), max(peak["cpu"], cpu)
+            if n % 5 == 0:
+                peak["tree"] = max(peak["tree"], _tree_rss(proc.pid))
+            if n % 10 == 0:
+                peak["free"] = min(peak["free"], shutil.disk_usage(folder).free)
+            if n % 50 == 0:
+                peak["du"] = max(peak["du"], _du(folder))
+            n += 1
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    started = time.monotonic()
+    sampler.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.monotonic() - started
+    done.set()
+    sampler.join()
+    return {
+        "exit": os.waitstatus_to_exitcode(status),
+        "seconds": seconds,
+        "hwm": peak["hwm"],
+        "own_cpu": peak["cpu"],
+        "tree_cpu": usage.ru_utime + usage.ru_stime,
+        "tree_rss": peak["tree"],
+        "disk_drop": free0 - peak["free"],
+        "du": peak["du"],
+    }
+
+
+# -- our runs ---------------------------------------------------------------------------------------
+
+
+def _case(req: Request, prefix: str = "Budget case ") -> str:
+    user = next((str(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"), "")
+    return user.split(prefix, 1)[-1].split(".", 1)[0]
+
+
+def _responder(calls_of: Callable[[str], list[Call]], answer: str) -> Callable[[Request], Reply]:
+    def respond(req: Request) -> Reply:
+        calls = [*calls_of(_case(req)), SOLVE]
+        n = req.n_assistant_turns
+        if n < len(calls):
+            tool, args = calls[n]
+            return Reply(tool_calls=[(tool, {k: v.replace("{answer}", answer) for k, v in args.items()})])
+        return Reply(tool_calls=[("submit", {"message": "done"})])
+
+    return respond
+
+
+def _row(name: str, answer: str, budgets: bool, **extra: Any) -> dict[str, Any]:
+    row = {
+        "instance_id": name,
+        "dataset_type": "generic",
+        "repo_dir": "repo",
+        "network": False,
+        "problem_statement": f"Budget case {name}. Write {answer} to solved.txt.",
+        "eval_script": EVAL,
+        "test_files": {"answer.txt": answer},
+        **extra,
+    }
+    if budgets:
+        row |= {"memory_mb": MEMORY_MB, "storage_mb": STORAGE_MB}
+    return row
+
+
+def run_ours(
+    folder: Path,
+    rows: list[dict[str, Any]],
+    calls_of: Callable[[str], list[Call]],
+    answer: str,
+    workers: int,
+    **env_block: Any,
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """One CLI run of `rows` on local+bwrap: (its measures, its records by instance)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "repo").mkdir(exist_ok=True)
+    (folder / "repo" / "README.md").write_text("A task.\n")
+    data, out = folder / "tasks.jsonl", folder / "out"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    environment = {
+        "environment_class": "local",
+        "sandbox": "bwrap",
+        "timeout": 120,
+        "backend_kwargs": {"root": str(folder / "sandboxes")},
+        **env_block,
+    }
+    model = {
+        "model_name": "hostile",
+        "protocol": "chat",
+        "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "not-a-real-key", "max_output_tokens": 64},
+        "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 60},
+    }
+    cfg = folder / "budgets.yaml"
+    cfg.write_text(
+        json.dumps(
+            {
+                "agent": {"type": "default", "step_limit": 8, "observation_max_chars": 4000},
+                "environment": environment,
+                "model": model,
+            }
+        )
+    )
+    with ScriptedLLM() as llm:
+        llm.set_responder(_responder(calls_of, answer))
+        env = {**os.environ, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMOAGENT_OBSERVERS": "0"}
+        argv = [sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data), "-o", str(out)]
+        figures = measure([*argv, "--workers", str(workers)], env, folder)
+    results = out / "results.jsonl"
+    records = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
+    return figures, {r["instance_id"]: r for r in records}
+
+
+def _outcome(rec: dict[str, Any] | None) -> str:
+    if rec is None:
+        return "not recorded"
+    grading = rec.get("grading") or {}
+    why = grading.get("budget_exceeded") or ("void" if grading.get("void_reason") else "")
+    return f"{rec['exit_status']} reward={rec['reward']}" + (f" ({why})" if why else "")
+
+
+def mix(args: argparse.Namespace, root: Path) -> None:
+    cases = list(HOSTILE)
+    names = {f"hostile_{i}_{cases[i % len(cases)]}": cases[i % len(cases)] for i in range(args.hostile)}
+    honest = [f"honest_{i}" for i in range(args.honest)]
+    answer = secrets.token_hex(6)
+    rows = [_row(n, answer, True, **HOSTILE[c][1]) for n, c in names.items()]
+    rows += [_row(n, answer, True) for n in honest]
+    figures, by = run_ours(
+        root / "mix", rows, lambda n: HOSTILE[names[n]][0] if n in names else [], answer, args.workers
+    )
+    ok = sum(1 for n in honest if (by.get(n) or {}).get("reward") == 1.0)
+    print(
+        f"\n{args.hostile} hostile + {args.honest} honest rows, {args.workers} workers, local+bwrap, memory_mb "
+        f"{MEMORY_MB}, storage_mb {STORAGE_MB}: exit {figures['exit']}, {figures['seconds']:.0f} s"
+    )
+    print_table(
+        "the runner and the host",
+        ["figure", "value"],
+        [
+            ["runner peak RSS (its VmHWM, sampled 20 ms)", f"{figures['hwm'] / MiB:.0f} MB (target < 300 MB)"],
+            ["runner's own CPU", f"{figures['own_cpu']:.1f} s"],
+            ["whole tree CPU (wait4)", f"{figures['tree_cpu']:.1f} s"],
+            ["whole tree peak RSS (summed, sampled 100 ms)", f"{figures['tree_rss'] / MiB:.0f} MB"],
+            ["host disk used at most (free space's drop, 200 ms)", f"{figures['disk_drop'] / MiB:.0f} MB"],
+            ["run folder's du at most (1 s)", f"{figures['du'] / MiB:.0f} MB"],
+            ["honest rows with reward 1", f"{ok}/{args.honest}"],
+        ],
+    )
+    print_table("each hostile row", ["row", "outcome"], [[n, _outcome(by.get(n))] for n in names])
+    wrong = [n for n in honest if (by.get(n) or {}).get("reward") != 1.0]
+    if wrong:
+        print(f"honest rows NOT scoring 1: {[(n, _outcome(by.get(n))) for n in wrong]}")
+
+
+# -- the watchdog's cost ----------------------------------------------------------------------------
+
+
+def watchdog_check(root: Path, files: int = 5000, checks: int = 30) -> None:
+    """CPU of one budget check of a live local+bwrap sandbox whose work folder holds `files` files."""
+    from mimo_core.config import EnvironmentConfig
+    from mimo_core.environments.base import SandboxSpec
+    from mimo_core.environments.local.environment import LocalEnvironment
+
+    seed = root / "seed"
+    for i in range(files):
+        d = seed / f"pkg{i // 100}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"m{i}.py").write_text(f"x = {i}\n" * 20)
+    spec = SandboxSpec(cwd="/testbed", seed_dir=str(seed), memory_mb=2048, storage_mb=10240, network=False)  # defaults
+    env = LocalEnvironment(spec, EnvironmentConfig(sandbox="bwrap", backend_kwargs={"root": str(root / "envs")}))
+    env.start()
+    try:
+        env.budget_exceeded()  # warm (page cache of the folder's inodes)
+        kids0, own0, wall0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.thread_time(), time.perf_counter()
+        for _ in range(checks):
+            assert env.budget_exceeded() is None
+        kids1, own1, wall1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.thread_time(), time.perf_counter()
+    finally:
+        env.stop()
+    du_cpu = (kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime) / checks
+    own = (own1 - own0) / checks
+    per_check = du_cpu + own
+    pace = max(2.0, 5 * (wall1 - wall0) / checks)  # BudgetWatch: `every` 2 s, or 5× a check's time
+    print_table(
+        f"one budget check of a local+bwrap sandbox holding {files} files ({checks} checks)",
+        ["figure", "value"],
+        [
+            ["wall per check", f"{(wall1 - wall0) / checks * 1000:.1f} ms"],
+            ["CPU per check: du (children)", f"{du_cpu * 1000:.1f} ms"],
+            ["CPU per check: the runner's thread", f"{own * 1000:.2f} ms"],
+            [
+                f"CPU per minute at its pace (one check per {pace:.1f} s)",
+                f"{per_check * 60 / pace * 1000:.0f} ms ({per_check / pace * 100:.2f} % of a core)",
+            ],
+        ],
+    )
+
+
+def budgets_ab(args: argparse.Namespace, root: Path) -> None:
+    """The same honest rows, each sleeping 20 s, with the budgets on (defaults) and off."""
+    answer = secrets.token_hex(6)
+    names = [f"honest_{i}" for i in range(args.honest)]
+    results = []
+    for label, on in (("budgets on (memory_mb 512, storage_mb 200)", True), ("budgets off (null)", False)):
+        rows = [_row(n, answer, on) for n in names]
+        block = {} if on else {"memory_mb": None, "storage_mb": None}
+        figures, by = run_ours(
+            root / f"ab-{on}", rows, lambda n: [_bash("sleep 20; echo slept")], answer, args.workers, **block
+        )
+        ok = sum(1 for n in names if (by.get(n) or {}).get("reward") == 1.0)
+        results.append((label, figures, ok))
+    base = results[1][1]
+    print_table(
+        f"{args.honest} honest rows sleeping 20 s each, {args.workers} workers: the budgets' cost",
+        ["run", "runner's own CPU", "whole tree CPU", "× budgets off", "runner peak RSS", "rewards 1"],
+        [
+            [
+                label,
+                f"{f['own_cpu']:.2f} s",
+                f"{f['tree_cpu']:.2f} s",
+                f"{f['tree_cpu'] / base['tree_cpu']:.2f}",
+                f"{f['hwm'] / MiB:.0f} MB",
+                f"{ok}/{args.honest}",
+            ]
+            for label, f, ok in results
+        ],
+    )
+
+
+# -- beside mini-swe-agent ----------------------------------------------------------------------------
+
+PEER_CALLS = [
+    "yes abcdefghi | head -c 60M > big.txt && ls -l big.txt",
+    "cat big.txt",
+    "yes out-flood | head -c 400M; echo done",
+]
+
+
+def beside_peer(args: argparse.Namespace, root: Path) -> None:
+    rows: list[list[str]] = []
+    answer = secrets.token_hex(6)
+    ours, _ = run_ours(
+        root / "ours-one", [_row("one", answer, True)], lambda n: [_bash(c) for c in PEER_CALLS], answer, 1
+    )
+    rows.append(["mimoagent (local+bwrap)", f"{ours['hwm'] / MiB:.0f} MB", f"{ours['seconds']:.1f} s"])
+    py = peer_python() if "peer" in frameworks(args.no_peer) else None
+    if py is not None:
+        folder = root / "peer"
+        (folder / "cfg").mkdir(parents=True)
+        steps = [Reply(tool_calls=[("bash", {"command": c})]) for c in [*PEER_CALLS, PEER_SUBMIT]]
+        with ScriptedLLM() as llm:
+            llm.set_responder(lambda req: steps[min(req.n_assistant_turns, len(steps) - 1)])
+            argv = [str(py), str(REPO / "bench" / "peer_mini.py"), "--base-url", llm.url, "--model", f"openai/{MODEL}"]
+            argv += ["--api-key", API_KEY, "--steps", str(len(steps)), "--workdir", str(folder), "--warmup", "0"]
+            peer = measure(argv, peer_env(folder / "cfg"), folder, cwd=folder)
+        rows.append(["mini-swe-agent", f"{peer['hwm'] / MiB:.0f} MB", f"{peer['seconds']:.1f} s"])
+        rows.append(["ratio (ours / peer)", f"{ours['hwm'] / max(peer['hwm'], 1):.2f}×", ""])
+    print_table(
+        "one rollout: a 60 MB file made and cat, then 400 MB of output: the runner's peak RSS (VmHWM)",
+        ["runner", "peak RSS", "wall"],
+        rows,
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hostile", type=int, default=8)
     ap.add_argument("--honest", type=int, default=8)
     ap.add_argument("--workers", type=int, default=8)
+    ap.add_argument("--no-peer", action="store_true", help="leave mini-swe-agent out")
+    ap.add_argument("--no-ab", action="store_true", help="skip the budgets on/off run (its two runs take ~1 min)")
     args = ap.parse_args()
-    cases = list(HOSTILE)
-    names = {f"hostile_{i}": cases[i % len(cases)] for i in range(args.hostile)}
-    honest = [f"honest_{i}" for i in range(args.honest)]
-    folder = Path(tempfile.mkdtemp(prefix=".mimo-bench-budgets-", dir=Path.home()))
+    print(machine())
+    root = Path(tempfile.mkdtemp(prefix=".mimo-bench-budgets-", dir=Path.home()))
     try:
-        (folder / "repo").mkdir()
-        (folder / "repo" / "README.md").write_text("A task.\n")
-        answer = secrets.token_hex(6)
-        rows = []
-        for name in [*names, *honest]:
-            extra = HOSTILE[names[name]][2] if name in names else {}
-            rows.append(
-                {
-                    "instance_id": name,
-                    "dataset_type": "generic",
-                    "repo_dir": "repo",
-                    "network": False,
-                    "problem_statement": f"Budget case {name}. Write {answer} to solved.txt.",
-                    "eval_script": EVAL,
-                    "test_files": {"answer.txt": answer},
-                    **extra,
-                }
-            )
-        data, out = folder / "tasks.jsonl", folder / "out"
-        data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        cfg = _config(folder)
-
-        def respond(req: Request) -> Reply:
-            user = next((str(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"), "")
-            name = user.split("Budget case ", 1)[-1].split(".", 1)[0]
-            calls = [*(HOSTILE[names[name]][0] if name in names else []), SOLVE]
-            if req.n_assistant_turns < len(calls):
-                tool, targs = calls[req.n_assistant_turns]
-                return Reply(
-                    tool_calls=[
-                        (
-                            tool,
-                            {k: v.replace("{answer}", answer) if isinstance(v, str) else v for k, v in targs.items()},
-                        )
-                    ]
-                )
-            return Reply(tool_calls=[("submit", {"message": "done"})])
-
-        with ScriptedLLM() as llm:
-            llm.set_responder(respond)
-            env = {**os.environ, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMOAGENT_OBSERVERS": "0"}
-            started = time.monotonic()
-            with open(folder / "stderr", "wb") as se:
-                proc = subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "mimo_core.cli",
-                        "-c",
-                        str(cfg),
-                        "--dataset",
-                        str(data),
-                        "-o",
-                        str(out),
-                        "--workers",
-                        str(args.workers),
-                    ],
-                    cwd=REPO,
-                    env=env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=se,
-                )
-            peak = {"tree": 0, "disk": 0}
-            done = threading.Event()
-
-            def sample() -> None:
-                n = 0
-                while not done.is_set():
-                    peak["tree"] = max(peak["tree"], _tree_rss(proc.pid))
-                    if n % 20 == 0:
-                        peak["disk"] = max(peak["disk"], _du(folder))
-                    n += 1
-                    done.wait(0.05)
-
-            sampler = threading.Thread(target=sample, daemon=True)
-            sampler.start()
-            _, status, usage = os.wait4(proc.pid, 0)
-            done.set()
-            sampler.join()
-            seconds = time.monotonic() - started
-        records = (
-            [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-            if (out / "results.jsonl").exists()
-            else []
-        )
-        by = {r["instance_id"]: r for r in records}
-        honest_ok = sum(1 for n in honest if by.get(n, {}).get("reward") == 1.0)
-        hostile_recorded = sum(1 for n in names if n in by)
-        print(
-            f"rollouts: {args.hostile} hostile + {args.honest} honest, {args.workers} workers, "
-            f"exit {os.waitstatus_to_exitcode(status)}, {seconds:.0f} s"
-        )
-        print(f"runner peak RSS (wait4, its own): {usage.ru_maxrss / 1024:.0f} MB")
-        print(f"whole tree peak RSS (summed, sampled 50 ms): {peak['tree'] / MiB:.0f} MB")
-        print(f"host disk used by the run's folder at most (sampled 1 s): {peak['disk'] / MiB:.0f} MB")
-        print(
-            f"honest rows with reward 1: {honest_ok}/{args.honest}; hostile rows recorded: "
-            f"{hostile_recorded}/{args.hostile} "
-            f"(statuses: {sorted({by[n]['exit_status'] for n in names if n in by})})"
-        )
+        mix(args, root)
+        for files in (5000, 50000):  # a small repository, a large one (django's checkout: ~7,000 files)
+            watchdog_check(root / f"check-{files}", files, checks=30 if files < 10000 else 10)
+        if not args.no_ab:
+            budgets_ab(args, root)
+        beside_peer(args, root)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
