@@ -79,6 +79,7 @@ class StandIn:
         self.requests: list[tuple[str, str]] = []  # (method, path) of every control-plane call
         self.created: list[dict[str, Any]] = []  # every create body, for tests to look back at
         self.lock = threading.Lock()
+        self.id = secrets.token_hex(4)
         self.api_url = self.sandbox_url = ""
         self._servers: list[Any] = []
         self._stop = threading.Event()
@@ -126,10 +127,17 @@ class StandIn:
             self.docker.api.remove_container(box.container, force=True)
         return True
 
-    def containers(self) -> list[str]:
-        """Names of the containers this stand-in's sandboxes are (for leftover checks)."""
-        found = self.docker.containers.list(all=True, filters={"label": f"{LABEL_PREFIX}sandbox"})
-        return [c.name for c in found]
+    def containers(self, **metadata: str) -> list[str]:
+        """Names of the containers of this stand-in's sandboxes (with that metadata), for leftover checks."""
+        labels = [f"{LABEL_PREFIX}standin={self.id}", *(f"{LABEL_PREFIX}{k}={v}" for k, v in metadata.items())]
+        return [c.name for c in self.docker.containers.list(all=True, filters={"label": labels})]
+
+    def leftovers(self, run_id: str) -> list[str]:
+        """What of a run's sandboxes still exists: sandboxes the API lists, their containers."""
+        boxes = [
+            f"sandbox {b.id}" for b in list(self.sandboxes.values()) if b.metadata.get("mimoagent.run_id") == run_id
+        ]
+        return boxes + [f"container {c}" for c in self.containers(**{"mimoagent.run_id": run_id})]
 
     # -- the control plane ---------------------------------------------------------------------------
 
@@ -178,7 +186,11 @@ class StandIn:
             image,
             ["/bin/sh", "-c", KEEPALIVE],
             name=f"e2b-standin-{sid}",
-            labels={f"{LABEL_PREFIX}sandbox": sid, **{f"{LABEL_PREFIX}{k}": v for k, v in box.metadata.items()}},
+            labels={
+                f"{LABEL_PREFIX}sandbox": sid,
+                f"{LABEL_PREFIX}standin": self.id,
+                **{f"{LABEL_PREFIX}{k}": v for k, v in box.metadata.items()},
+            },
             environment=box.envs,
             host_config=self.docker.api.create_host_config(network_mode="host" if box.network else "none"),
         )["Id"]

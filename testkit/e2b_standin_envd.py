@@ -35,6 +35,9 @@ from e2b.envd.process.process_connect import ProcessSync, ProcessWSGIApplication
 from protobuf import Oneof
 
 PB = process_pb
+# Each command waits for one byte on stdin before it execs: the engine can lose the output of an exec that
+# ends before its attach is up, so the stand-in sends that byte once it holds the exec's socket.
+GO = 'dd bs=1 count=1 of=/dev/null 2>/dev/null; exec "$@"'
 Event = PB.ProcessEvent
 
 
@@ -99,11 +102,11 @@ class Envd(ProcessSync):
         env = {**box.envs, **dict(cfg.envs)}
         exec_id = api.exec_create(
             box.container,
-            [cfg.cmd, *cfg.args],
+            ["/bin/sh", "-c", GO, "sh", cfg.cmd, *cfg.args],
             environment=env,
             workdir=cfg.cwd or None,
             user=_user(ctx),
-            stdin=bool(request.stdin),
+            stdin=True,
             tty=False,
         )["Id"]
         sock = api.exec_start(exec_id, socket=True)
@@ -116,15 +119,21 @@ class Envd(ProcessSync):
             time.sleep(0.005)
         proc = Proc(exec_id, raw, host_pid, _ns_pid(host_pid), cfg)
         self.procs[(box.id, proc.pid)] = proc
-        if not request.stdin:
-            with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):
+            raw.sendall(b"g")  # the attach is up: the command may start (GO)
+            if not request.stdin:
                 raw.shutdown(socket.SHUT_WR)
         try:
             yield PB.StartResponse(event=Event(event=Oneof("start", Event.StartEvent(pid=proc.pid))))
             buf = bytearray()
+            raw.settimeout(0.25)
             while True:
                 try:
                     chunk = raw.recv(65536)
+                except TimeoutError:  # the engine keeps an exec's stream open while its stdin is: ask
+                    if api.exec_inspect(exec_id).get("Running"):
+                        continue
+                    chunk = b""
                 except OSError:
                     chunk = b""
                 if not chunk:
@@ -188,6 +197,8 @@ class Envd(ProcessSync):
         path = environ.get("PATH_INFO", "")
         if environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":  # wsgiref leaves it to the app
             environ["wsgi.input"] = Dechunk(environ["wsgi.input"])
+        elif environ.get("CONTENT_LENGTH"):  # wsgiref's input is the socket: past the body a read would block
+            environ["wsgi.input"] = Limited(environ["wsgi.input"], int(environ["CONTENT_LENGTH"]))
         if path.startswith("/process.Process/"):
             return self.rpc(environ, start_response)
         headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
@@ -242,6 +253,19 @@ class Envd(ProcessSync):
             return _json(start_response, "400 Bad Request", {"code": 400, "message": message})
         entry = {"name": target.rsplit("/", 1)[-1], "type": "file", "path": target}
         return _json(start_response, "200 OK", [entry])
+
+
+class Limited:
+    """A request body of a known length, then EOF."""
+
+    def __init__(self, raw: Any, size: int) -> None:
+        self.raw, self.left = raw, size
+
+    def read(self, size: int = -1) -> bytes:
+        n = self.left if size < 0 else min(size, self.left)
+        data = self.raw.read(n) if n > 0 else b""
+        self.left -= len(data)
+        return data
 
 
 class Dechunk:

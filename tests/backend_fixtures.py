@@ -7,6 +7,10 @@ lets the engine stop when the last test process using it ends; `docker_client` i
 `k8s` (session) starts the Kubernetes API stand-in (testkit/k8s_standin.py, pods backed by containers of
 the test dockerd: no real cluster anywhere), writes a kubeconfig and exports KUBECONFIG (subprocesses,
 such as CLI runs, use it too); `make_k8s_env(**spec)` starts a KubernetesEnvironment and stops it.
+
+`e2b` (session) starts the E2B API stand-in (testkit/e2b_standin.py, sandboxes backed by containers of the
+test dockerd: no E2B account anywhere) and exports E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY for the
+real `e2b` SDK (subprocesses too). Its template `mimo-base-bookworm` is the base image.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 import pytest
 
 from testkit.dockerd import BASE_IMAGE, DockerdInfo, use_dockerd
+from testkit.e2b_standin import StandIn as E2BStandIn
 from testkit.k8s_standin import StandIn
 from tests.host_needs import unavailable
 
@@ -125,3 +130,23 @@ def kubeconfig() -> Path:
 def make_k8s_env(k8s: StandIn) -> Iterator[Callable[..., Any]]:
     """Factory: `make_k8s_env(cwd="/testbed", network=False, backend_kwargs={...}, start=True, startup_timeout=60)`."""
     yield from _container_envs("kubernetes", startup_timeout=60)
+
+
+E2B_TEMPLATES = {"mimo-base-bookworm": BASE_IMAGE}  # the template named after BASE_IMAGE (e2b/options.py)
+
+
+@pytest.fixture(scope="session")
+def e2b() -> Iterator[E2BStandIn]:
+    if os.geteuid() != 0:
+        unavailable("starting a private dockerd needs root")
+    with use_dockerd() as info:  # the engine stops after the last test process using it ends
+        standin = E2BStandIn(info.docker_host, E2B_TEMPLATES).start()
+        old = {k: os.environ.get(k) for k in standin.sdk_env()}
+        os.environ.update(standin.sdk_env())
+        yield standin
+        standin.stop()
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

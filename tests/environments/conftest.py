@@ -1,6 +1,7 @@
 """Fixtures for environment tests: started local environments that are always stopped, and `backend`,
 the handle the contract suite (test_contract_*.py) runs every Environment check through, once per
-backend: local, local inside bubblewrap, docker and kubernetes (the API stand-in)."""
+backend: local, local inside bubblewrap, docker, kubernetes (the API stand-in) and e2b (the E2B API
+stand-in, through the real `e2b` SDK)."""
 
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ MakeEnv = Callable[..., LocalEnvironment]
 
 # Every backend the contract suite runs against; subsets for what only some can do (they are checked
 # against each backend's declared capabilities in test_contract_lifecycle.py).
-ALL_BACKENDS = ["local", pytest.param("bwrap", marks=needs_bwrap), "docker", "kubernetes"]
-CONFINED = [pytest.param("bwrap", marks=needs_bwrap), "docker", "kubernetes"]
-CONTAINERS = ["docker", "kubernetes"]
+ALL_BACKENDS = ["local", pytest.param("bwrap", marks=needs_bwrap), "docker", "kubernetes", "e2b"]
+CONFINED = [pytest.param("bwrap", marks=needs_bwrap), "docker", "kubernetes", "e2b"]
+CONTAINERS = ["docker", "kubernetes", "e2b"]  # backends that start a task's image
+E2B_CLASS = "mimo_core.environments.e2b.environment:E2BEnvironment"
 
 
 @pytest.fixture
@@ -142,6 +144,9 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             backend_kwargs={"root": str(root)},
         )
         handle = Backend(name, config, _local_leftovers(root), late=3.5)
+    elif name == "e2b":
+        standin = request.getfixturevalue("e2b")
+        handle = Backend(name, EnvironmentConfig(environment_class=E2B_CLASS), standin.leftovers, late=6.5)
     elif name == "docker":
         client = request.getfixturevalue("docker_client")
         handle = Backend(name, EnvironmentConfig(environment_class="docker"), _docker_leftovers(client), late=6.5)
