@@ -41,53 +41,39 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import API_KEY, MODEL, PEER_SUBMIT, frameworks, machine, peer_env, peer_python, print_table
-from testkit.scripted_llm import Reply, Request, ScriptedLLM
+from testkit.budget_cases import EVAL, Call, MiB, bash, budget_config, budget_row, junk, play, read, write_rows
+from testkit.scripted_llm import Reply, ScriptedLLM
 
 REPO = Path(__file__).resolve().parents[1]
-MiB = 1 << 20
 MEMORY_MB, STORAGE_MB = 512, 200
-EVAL = (
-    'mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
-    "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi"
-)
-SOLVE = ("bash", {"command": "echo {answer} > solved.txt && echo solved"})
-Call = tuple[str, dict[str, Any]]
-
-
-def _junk(name: str, make: str) -> str:  # the file in the sandbox's home, linked from the work folder
-    return f'mkdir -p junk && f="$HOME/{name}" && {make} && ln -sf "$f" junk/{name} && ls -lL junk/{name}'
-
-
-def _bash(command: str) -> Call:
-    return ("bash", {"command": command})
 
 
 # case -> (tool calls before solving, extra row fields)
 HOSTILE: dict[str, tuple[list[Call], dict[str, Any]]] = {
     "huge_file": (
-        [_bash(_junk("big.txt", 'yes abcdefghi | head -c 60M > "$f"')), ("read", {"path": "junk/big.txt"})],
+        [bash(junk("big.txt", 'yes abcdefghi | head -c 60M > "$f"')), read("junk/big.txt")],
         {},
     ),
     "one_line": (
-        [_bash(_junk("line.txt", "head -c 50M /dev/zero | tr '\\0' x > \"$f\"")), ("read", {"path": "junk/line.txt"})],
+        [bash(junk("line.txt", "head -c 50M /dev/zero | tr '\\0' x > \"$f\"")), read("junk/line.txt")],
         {},
     ),
-    "stdout_flood": ([_bash("yes out-flood | head -c 400M; echo done")], {}),
-    "stderr_flood": ([_bash("yes err-flood | head -c 400M >&2; echo done")], {}),
+    "stdout_flood": ([bash("yes out-flood | head -c 400M; echo done")], {}),
+    "stderr_flood": ([bash("yes err-flood | head -c 400M >&2; echo done")], {}),
     "reward_padded": (
-        [_bash("echo hello")],
+        [bash("echo hello")],
         {
             "eval_script": "mkdir -p /logs/verifier; head -c 150M /dev/zero | tr '\\0' ' ' "
             "> /logs/verifier/reward.json; echo '{\"reward\": 1}' >> /logs/verifier/reward.json; " + EVAL
         },
     ),
     "reward_sparse": (
-        [_bash("echo hello")],
+        [bash("echo hello")],
         {"eval_script": "mkdir -p /logs/verifier; truncate -s 4G /logs/verifier/reward.json; " + EVAL},
     ),
     "many_small": (
         [
-            _bash(
+            bash(
                 'mkdir -p "$HOME/many" && cd "$HOME/many" && s=$(printf "%2048s" x) && '
                 'for i in $(seq 200000); do printf %s "$s" > $i; done; echo made'
             )
@@ -95,7 +81,7 @@ HOSTILE: dict[str, tuple[list[Call], dict[str, Any]]] = {
         {},
     ),
     "fork_allocate": (
-        [_bash("for i in $(seq 12); do (head -c 100M /dev/zero | tail -c 100M > /dev/null) & done; wait; echo ok")],
+        [bash("for i in $(seq 12); do (head -c 100M /dev/zero | tail -c 100M > /dev/null) & done; wait; echo ok")],
         {},
     ),
 }
@@ -200,34 +186,8 @@ def measure(argv: list[str], env: dict[str, str], folder: Path, cwd: Path = REPO
 # -- our runs ---------------------------------------------------------------------------------------
 
 
-def _case(req: Request, prefix: str = "Budget case ") -> str:
-    user = next((str(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"), "")
-    return user.split(prefix, 1)[-1].split(".", 1)[0]
-
-
-def _responder(calls_of: Callable[[str], list[Call]], answer: str) -> Callable[[Request], Reply]:
-    def respond(req: Request) -> Reply:
-        calls = [*calls_of(_case(req)), SOLVE]
-        n = req.n_assistant_turns
-        if n < len(calls):
-            tool, args = calls[n]
-            return Reply(tool_calls=[(tool, {k: v.replace("{answer}", answer) for k, v in args.items()})])
-        return Reply(tool_calls=[("submit", {"message": "done"})])
-
-    return respond
-
-
 def _row(name: str, answer: str, budgets: bool, **extra: Any) -> dict[str, Any]:
-    row = {
-        "instance_id": name,
-        "dataset_type": "generic",
-        "repo_dir": "repo",
-        "network": False,
-        "problem_statement": f"Budget case {name}. Write {answer} to solved.txt.",
-        "eval_script": EVAL,
-        "test_files": {"answer.txt": answer},
-        **extra,
-    }
+    row = budget_row(name, answer, **extra)
     if budgets:
         row |= {"memory_mb": MEMORY_MB, "storage_mb": STORAGE_MB}
     return row
@@ -242,36 +202,10 @@ def run_ours(
     **env_block: Any,
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """One CLI run of `rows` on local+bwrap: (its measures, its records by instance)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "repo").mkdir(exist_ok=True)
-    (folder / "repo" / "README.md").write_text("A task.\n")
-    data, out = folder / "tasks.jsonl", folder / "out"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    environment = {
-        "environment_class": "local",
-        "sandbox": "bwrap",
-        "timeout": 120,
-        "backend_kwargs": {"root": str(folder / "sandboxes")},
-        **env_block,
-    }
-    model = {
-        "model_name": "hostile",
-        "protocol": "chat",
-        "model_kwargs": {"base_url": "${MIMO_TEST_BASE_URL}", "api_key": "not-a-real-key", "max_output_tokens": 64},
-        "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 60},
-    }
-    cfg = folder / "budgets.yaml"
-    cfg.write_text(
-        json.dumps(
-            {
-                "agent": {"type": "default", "step_limit": 8, "observation_max_chars": 4000},
-                "environment": environment,
-                "model": model,
-            }
-        )
-    )
+    data, out = write_rows(folder, rows), folder / "out"
+    cfg = budget_config(folder, **env_block)
     with ScriptedLLM() as llm:
-        llm.set_responder(_responder(calls_of, answer))
+        llm.set_responder(play(calls_of, answer))
         env = {**os.environ, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMOAGENT_OBSERVERS": "0"}
         argv = [sys.executable, "-m", "mimo_core.cli", "-c", str(cfg), "--dataset", str(data), "-o", str(out)]
         figures = measure([*argv, "--workers", str(workers)], env, folder)
@@ -375,7 +309,7 @@ def budgets_ab(args: argparse.Namespace, root: Path) -> None:
         rows = [_row(n, answer, on) for n in names]
         block = {} if on else {"memory_mb": None, "storage_mb": None}
         figures, by = run_ours(
-            root / f"ab-{on}", rows, lambda n: [_bash("sleep 20; echo slept")], answer, args.workers, **block
+            root / f"ab-{on}", rows, lambda n: [bash("sleep 20; echo slept")], answer, args.workers, **block
         )
         ok = sum(1 for n in names if (by.get(n) or {}).get("reward") == 1.0)
         results.append((label, figures, ok))
@@ -410,7 +344,7 @@ def beside_peer(args: argparse.Namespace, root: Path) -> None:
     rows: list[list[str]] = []
     answer = secrets.token_hex(6)
     ours, _ = run_ours(
-        root / "ours-one", [_row("one", answer, True)], lambda n: [_bash(c) for c in PEER_CALLS], answer, 1
+        root / "ours-one", [_row("one", answer, True)], lambda n: [bash(c) for c in PEER_CALLS], answer, 1
     )
     rows.append(["mimoagent (local+bwrap)", f"{ours['hwm'] / MiB:.0f} MB", f"{ours['seconds']:.1f} s"])
     py = peer_python() if "peer" in frameworks(args.no_peer) else None

@@ -23,68 +23,44 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from testkit.scripted_llm import Reply, Request, ScriptedLLM
+from testkit.budget_cases import EVAL, Call, MiB, bash, budget_config, budget_row, case_of, junk, play, read, write_rows
+from testkit.scripted_llm import ScriptedLLM
 from tests.host_needs import need_bwrap, unavailable
 from tests.redteam.runner_rss import wait_with_peak_rss
 
 REPO = Path(__file__).resolve().parents[2]
-MiB = 1 << 20
 RUNNER_CGROUP_BYTES = 400 * MiB
 RUNNER_RSS_BUDGET = 300 * MiB
-EVAL = (
-    'mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
-    "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi"
-)
-SOLVE = ("bash", {"command": "echo {answer} > solved.txt && echo solved"})
-
-
-# The hostile files live in the sandbox's home (on disk, so their page cache is reclaimable; /tmp is a
-# tmpfs charged to the sandbox's cgroup, itself under the runner's), linked from the work folder: the
-# read tool follows the link inside the sandbox, the submission holds only the link (a 10 GB untracked
-# file in the repository makes git's own diff fail: a separate budget, the disk's).
-def _junk(name: str, make: str) -> str:
-    return f'mkdir -p junk && f="$HOME/{name}" && {make} && ln -sf "$f" junk/{name} && ls -lL junk/{name}'
-
-
-def _bash(command: str) -> tuple[str, dict[str, Any]]:
-    return ("bash", {"command": command})
-
-
-def _read(path: str, **lines: int) -> tuple[str, dict[str, Any]]:
-    return ("read", {"path": path, **lines})
-
-
 # case -> (tool calls before solving, what the model must have been shown, extra row fields)
-HOSTILE: dict[str, tuple[list[tuple[str, dict[str, Any]]], list[str], dict[str, Any]]] = {
+HOSTILE: dict[str, tuple[list[Call], list[str], dict[str, Any]]] = {
     "huge_file": (
-        [_bash(_junk("big.txt", 'yes abcdefghi | head -c 60M > "$f"')), _read("junk/big.txt")],
+        [bash(junk("big.txt", 'yes abcdefghi | head -c 60M > "$f"')), read("junk/big.txt")],
         [f"[truncated: file is {60 * MiB} bytes, showed {2 * MiB}]"],
         {},
     ),
     "one_line": (
-        [_bash(_junk("line.txt", "head -c 50M /dev/zero | tr '\\0' x > \"$f\"")), _read("junk/line.txt")],
+        [bash(junk("line.txt", "head -c 50M /dev/zero | tr '\\0' x > \"$f\"")), read("junk/line.txt")],
         [f"[truncated: file is {50 * MiB} bytes, showed {2 * MiB}]", "characters elided"],
         {},
     ),
     "sparse_file": (
         [
-            _bash(_junk("sparse.txt", 'printf \'start\\n\' > "$f" && truncate -s 10G "$f"')),
-            _read("junk/sparse.txt", end_line=1),
+            bash(junk("sparse.txt", 'printf \'start\\n\' > "$f" && truncate -s 10G "$f"')),
+            read("junk/sparse.txt", end_line=1),
         ],
         ["junk/sparse.txt looks like a binary file"],
         {},
     ),  # its first 2 MiB: NULs after a line
     "devices": (
-        [_read("/dev/zero"), _read("/dev/urandom")],
+        [read("/dev/zero"), read("/dev/urandom")],
         ["/dev/zero looks like a binary file", "/dev/urandom looks like a binary file"],
         {},
     ),
-    "stdout_flood": ([_bash("yes out-flood | head -c 400M; echo done")], ["characters elided"], {}),
-    "stderr_flood": ([_bash("yes err-flood | head -c 400M >&2; echo done")], ["characters elided"], {}),
+    "stdout_flood": ([bash("yes out-flood | head -c 400M; echo done")], ["characters elided"], {}),
+    "stderr_flood": ([bash("yes err-flood | head -c 400M >&2; echo done")], ["characters elided"], {}),
     "verifier_log_flood": (
-        [_bash("echo hello")],
+        [bash("echo hello")],
         [],
         {
             "eval_script": "mkdir -p /logs/verifier; head -c 300M /dev/zero | tr '\\0' v > "
@@ -127,70 +103,7 @@ def _remove_cgroup(folder: str) -> None:
 
 
 def _rows(answer: str) -> list[dict[str, Any]]:
-    rows = []
-    for name in [*HOSTILE, *HONEST]:
-        extra = HOSTILE[name][2] if name in HOSTILE else {}
-        rows.append(
-            {
-                "instance_id": name,
-                "dataset_type": "generic",
-                "repo_dir": "repo",
-                "network": False,
-                "problem_statement": f"Budget case {name}. Write {answer} to solved.txt and commit it.",
-                "eval_script": EVAL,
-                "test_files": {"answer.txt": answer},
-                **extra,
-            }
-        )
-    return rows
-
-
-def _case(req: Request) -> str:
-    user = next((str(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"), "")
-    return user.split("Budget case ", 1)[-1].split(".", 1)[0]
-
-
-def _responder(answer: str) -> Any:
-    def respond(req: Request) -> Reply:
-        name = _case(req)
-        calls = [*(HOSTILE[name][0] if name in HOSTILE else []), SOLVE]
-        n = req.n_assistant_turns
-        if n < len(calls):
-            tool, args = calls[n]
-            return Reply(
-                tool_calls=[
-                    (tool, {k: (v.replace("{answer}", answer) if isinstance(v, str) else v) for k, v in args.items()})
-                ]
-            )
-        return Reply(tool_calls=[("submit", {"message": "done"})])
-
-    return respond
-
-
-def _config(folder: Path) -> Path:
-    model = {
-        "model_name": "hostile",
-        "protocol": "chat",
-        "model_kwargs": {
-            "base_url": "${MIMO_TEST_BASE_URL}",
-            "api_key": "not-a-real-key-budgets",
-            "max_output_tokens": 64,
-        },
-        "retry": {"max_attempts": 2, "initial_delay": 0.01, "max_delay": 0.05, "timeout": 60},
-    }
-    cfg = {
-        "agent": {"type": "default", "step_limit": 8, "observation_max_chars": 4000},
-        "environment": {
-            "environment_class": "local",
-            "sandbox": "bwrap",
-            "timeout": 120,
-            "backend_kwargs": {"root": str(folder / "sandboxes")},
-        },
-        "model": model,
-    }
-    path = folder / "budgets.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
+    return [budget_row(name, answer, **(HOSTILE[name][2] if name in HOSTILE else {})) for name in [*HOSTILE, *HONEST]]
 
 
 @pytest.fixture(scope="module")
@@ -199,15 +112,12 @@ def budget_run() -> Any:
     cgroup, v2 = _memory_cgroup()
     folder = Path(tempfile.mkdtemp(prefix=".mimo-budgets-", dir=Path.home()))
     try:
-        (folder / "repo").mkdir()
-        (folder / "repo" / "README.md").write_text("A task.\n")
         answer = secrets.token_hex(6)
-        data, out = folder / "tasks.jsonl", folder / "out"
-        data.write_text("".join(json.dumps(r) + "\n" for r in _rows(answer)))
-        cfg = _config(folder)
+        data, out = write_rows(folder, _rows(answer)), folder / "out"
+        cfg = budget_config(folder)
         procs = os.path.join(cgroup, "cgroup.procs")
         with ScriptedLLM() as llm:
-            llm.set_responder(_responder(answer))
+            llm.set_responder(play(lambda name: HOSTILE[name][0] if name in HOSTILE else [], answer))
             env = {**os.environ, "MIMO_TEST_BASE_URL": llm.openai_base_url, "MIMOAGENT_OBSERVERS": "0"}
             started = time.monotonic()
             with open(folder / "stdout", "wb") as so, open(folder / "stderr", "wb") as se:
@@ -245,7 +155,7 @@ def budget_run() -> Any:
         shown: dict[str, str] = {}
         for r in requests:
             text = "\n".join(str(m.get("content")) for m in r.body.get("messages") or [] if m.get("role") == "tool")
-            shown[_case(r)] = shown.get(_case(r), "") + text
+            shown[case_of(r)] = shown.get(case_of(r), "") + text
         yield {
             "returncode": returncode,
             "stderr": stderr.decode(errors="replace")[-4000:],
