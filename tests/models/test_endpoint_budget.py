@@ -214,3 +214,25 @@ def test_requests_per_minute_keep_under_a_providers_window_through_the_sdk() -> 
     assert len(replies) == 100 and limits.admitted == 100
     assert limits.refused <= 3  # (a start that arrives late can meet one that arrived early: rare, and retried)
     assert elapsed >= 99 / 40 * 0.95  # never faster than allowed
+
+
+def test_a_call_waiting_for_its_budget_keeps_its_time_limit_and_ends_at_a_stop() -> None:
+    """Through a protocol's query: the wait is not the call's latency nor the agent's time, and a stop
+    ends it at once."""
+    with ScriptedLLM(turns(Reply(content="ok"))) as server:
+        model, budget = _model(server, "chat", max_concurrency=1)
+        held = budget.acquire()
+        threading.Timer(0.6, lambda: budget.release(held)).start()
+        stop = AgentStop(None, seconds=0.3)
+        resp = model.query(start_messages(), [BASH], cancel=stop)  # waits 0.6 s, past the 0.3 s limit
+        assert resp.message.content == "ok" and not stop.is_set()
+        assert resp.wait_s >= 0.5 and resp.latency_s < resp.wait_s
+
+        held = budget.acquire()
+        cancel = threading.Event()
+        threading.Timer(0.1, cancel.set).start()
+        t0 = time.monotonic()
+        with pytest.raises(ModelInterrupted):
+            model.query(start_messages(), [BASH], cancel=AgentStop(cancel, seconds=0))
+        assert time.monotonic() - t0 < 1.0 and len(server.requests) == 1
+        budget.release(held)
