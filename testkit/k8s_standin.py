@@ -15,6 +15,10 @@ selected by a NetworkPolicy that denies all egress gets no network (`--network n
 the node's network (`pod_network`, host by default, so they reach servers on 127.0.0.1). Pod labels are
 stored on the container under a `k8s-standin/` prefix, so docker-side cleanups never touch a pod.
 
+The node's kubelet ends a pod past its budgets as a kubelet does (k8s_standin_kubelet.py): the first OOM
+kill in its container terminates it `OOMKilled` (a cgroup-v2 node's `memory.oom.group`), a writable layer
+past the `ephemeral-storage` limit evicts it (`Evicted`); the pod is then `Failed`.
+
 What it does not do: RBAC (one bearer token), scheduling beyond one node, restarts, resourceVersion
 semantics for watches (a watch starts from the current state), finalizers, other resources.
 
@@ -35,6 +39,7 @@ from typing import Any
 
 from aiohttp import web
 
+from testkit import k8s_standin_kubelet as kubelet
 from testkit.k8s_standin_exec import exit_status, pump_in, pump_out, send
 from testkit.k8s_standin_objects import (
     deny_all_egress,
@@ -71,6 +76,7 @@ class StandIn:
         self.created: list[dict[str, Any]] = []  # every pod ever created, for tests to look back at
         self._version = itertools.count(1)
         self._watchers: list[asyncio.Queue] = []
+        self._kubelets: set[asyncio.Task] = set()
         self.url = ""
         self.loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
@@ -110,6 +116,8 @@ class StandIn:
         for cid in list(self.containers.values()):
             with contextlib.suppress(Exception):
                 self.docker.api.remove_container(cid, force=True)
+        for task in list(self._kubelets):
+            self.loop.call_soon_threadsafe(task.cancel)
         if self._runner is not None:
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self.loop).result(10)
@@ -236,6 +244,9 @@ class StandIn:
             return
         pod["status"] = pod_status("Running")
         self._changed("MODIFIED", pod)
+        task = asyncio.get_running_loop().create_task(kubelet.watch(self, ns, name, container.id, c))
+        self._kubelets.add(task)  # the kubelet's budgets: OOMKilled, evicted past ephemeral-storage
+        task.add_done_callback(self._kubelets.discard)
 
     async def get_pod(self, request: web.Request) -> web.Response:
         pod = self.pods.get((request.match_info["ns"], request.match_info["name"]))
