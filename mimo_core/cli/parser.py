@@ -139,6 +139,8 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.recalc_input is not None and not args.recalc_input.strip():
         raise ConfigError("--recalc-input: an empty path; give gt or an earlier output folder")
     args.ray = ray_options(args)
+    if args.ray is not None and args.retries:
+        raise ConfigError("--retries needs the thread runner (not yet --runner ray): a resume redoes those rollouts")
 
 
 def ray_options(args: argparse.Namespace) -> Any:

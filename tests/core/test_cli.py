@@ -32,6 +32,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         (["--workers", "many"], "invalid int value"),
         (["--retries", "-1"], "--retries must be between 0 and"),
         (["--retry-delay", "nan"], "--retry-delay must be between 0 and 3600"),
+        (["--retries", "1", "--runner", "ray"], "--retries needs the thread runner"),
         (["--slice", "a:b"], "--slice"),
         (["--filter", "("], "--filter"),
         (["--override-config", "{nope"], "--override-config"),
