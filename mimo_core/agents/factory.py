@@ -14,7 +14,7 @@ from mimo_core.datasets.base import DatasetType
 from mimo_core.errors import ConfigError
 from mimo_core.models.base import Model
 
-_models: dict[str, object] = {}
+_models: dict[str, Model] = {}
 _models_lock = threading.Lock()
 # Drop the clients while the interpreter is whole: an SDK client collected during module teardown
 # prints an AttributeError traceback from its __del__.
@@ -29,7 +29,7 @@ def shared_model(config: ModelConfig) -> Model:
     with _models_lock:
         if key not in _models:
             _models[key] = make_model(config)
-        return _models[key]  # type: ignore[return-value]
+        return _models[key]
 
 
 def sandbox_mounts(config: MimoConfig) -> dict[str, str]:
