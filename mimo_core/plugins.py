@@ -67,6 +67,8 @@ BUILT_INS: dict[str, dict[str, Builtin]] = {
         "kubernetes": Builtin(
             "mimo_core.environments.kubernetes.environment:KubernetesEnvironment", needs=("kubernetes",)
         ),
+        "e2b": Builtin("mimo_core.environments.e2b.environment:E2BEnvironment", extra="e2b", needs=("e2b",)),
+        "cube": Builtin("mimo_core.environments.e2b.environment:CubeEnvironment", extra="cube", needs=("e2b",)),
     },
     "agents": {
         "default": Builtin("mimo_core.agents.default:DefaultAgent"),
@@ -202,7 +204,7 @@ def load(plugin: Plugin) -> Any:
         if not missing or missing == module_name or module_name.startswith(missing + "."):
             raise
         raise MissingDependency(_missing_text(plugin, missing), name=missing) from e
-    for part in attr.split("."):
+    for part in attr.split(".") if attr else ():  # an entry point may name a module itself
         obj = getattr(obj, part)
     return obj
 
@@ -232,7 +234,8 @@ def _entry_points() -> dict[str, dict[str, list[Plugin]]]:
                 for ep in every.select(group=spec.group):
                     dist = ep.dist
                     name, source = (dist.name, f"{dist.name} {dist.version}") if dist else (None, "an entry point")
-                    found[kind].setdefault(ep.name, []).append(Plugin(kind, ep.name, ep.value, source, name))
+                    target = f"{ep.module}:{ep.attr}" if ep.attr else ep.module  # (without its [extras])
+                    found[kind].setdefault(ep.name, []).append(Plugin(kind, ep.name, target, source, name))
             _installed = found
         return _installed
 
