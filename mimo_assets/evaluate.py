@@ -121,7 +121,7 @@ def execute(
         dataset=cfg.dataset or CodeLocationSettings.read().dataset,
         configs=cfg.configs or list(registered_configs(instance).values()),
         overrides=[o for o in (model.overrides(), sandbox.overrides()) if o],
-        output_dir=Path(cfg.output_dir).expanduser().resolve() if cfg.output_dir else store.run_dir(run_id),
+        output_dir=Path(cfg.output_dir).expanduser() if cfg.output_dir else store.run_dir(run_id),
         run_id=run_id,
     )
     if not request.dataset:

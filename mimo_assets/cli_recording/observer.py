@@ -29,7 +29,8 @@ REGISTERED_LINE = "registered for Dagster to record:"
 
 
 def _absolute(request: RunRequest) -> RunRequest:
-    """The request with its local paths made absolute: whoever records it does not share the CLI's directory."""
+    """The request with its local paths made absolute: whoever records it does not share the CLI's directory
+    (its output folder already is: RunRequest resolves it)."""
 
     def local(path: str) -> str:
         return os.path.abspath(path) if os.path.exists(path) else path
@@ -38,7 +39,6 @@ def _absolute(request: RunRequest) -> RunRequest:
         update={
             "dataset": local(request.dataset),
             "configs": [local(c) for c in request.configs],
-            "output_dir": Path(os.path.abspath(request.output_dir)),
             "recalc": local(request.recalc) if request.recalc not in (None, "gt") else request.recalc,
         }
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import unicodedata
+from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -32,6 +33,16 @@ def _task_cwd(v: str) -> str:
 
 
 TaskCwd = Annotated[str, AfterValidator(_task_cwd)]
+
+
+def resolved_folder(path: str | Path) -> Path:
+    """The absolute form of a folder's path, links resolved; a symbolic link loop (or a name the system
+    refuses) is a ValueError saying so, not a traceback."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError, ValueError) as e:  # RuntimeError: a link loop, before Python 3.13
+        why = "a symbolic link loop" if isinstance(e, RuntimeError) else (getattr(e, "strerror", None) or str(e))
+        raise ValueError(f"{path}: cannot be used as a folder ({why})") from None
 
 
 def http_url_problem(url: object) -> str | None:

@@ -7,23 +7,23 @@ from pathlib import Path
 from typing import Any
 
 from mimo_core.base.redaction import is_secret_name
+from mimo_core.base.values import resolved_folder
 from mimo_core.config import _VAR
 from mimo_core.errors import ConfigError
 
 
 def resolved_dir(text: str, flag: str) -> Path:
-    """The absolute form of a folder flag; a symbolic link loop (or a name the system refuses) is one
-    line, not a traceback."""
+    """The absolute form of a folder flag (`resolved_folder`), its error one line naming the flag."""
     try:
-        return Path(text).resolve()
-    except (RuntimeError, OSError, ValueError) as e:  # RuntimeError: a link loop, before Python 3.13
-        why = "a symbolic link loop" if isinstance(e, RuntimeError) else (getattr(e, "strerror", None) or str(e))
-        raise ConfigError(f"{flag} {text}: cannot be used as a folder ({why})") from None
+        return resolved_folder(text)
+    except ValueError as e:
+        raise ConfigError(f"{flag} {e}") from None
 
 
-def check_output_dir(text: str) -> Path:
-    """`-o` must be a folder we can create and write: not a file, not under a file, not read-only."""
-    path = Path(text)
+def check_output_dir(path: Path) -> Path:
+    """`-o` (as the request resolved it) must be a folder we can create and write: not a file, not under a
+    file, not read-only."""
+    text = str(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"-o {text}: is a file, not a folder")
     for parent in path.absolute().parents:

@@ -186,7 +186,6 @@ def request_from_args(args: argparse.Namespace) -> Any:
     are given. A flag left unset (None) takes the request's default."""
     from pydantic import ValidationError
 
-    from mimo_core.cli.input_checks import resolved_dir
     from mimo_core.config import parse_override
     from mimo_core.errors import ConfigError
     from mimo_core.run.plan import request_from_fields
@@ -194,11 +193,11 @@ def request_from_args(args: argparse.Namespace) -> Any:
     values = {field: getattr(args, dest) for field, dest in REQUEST_FLAGS.items()}
     values["configs"] = list(values["configs"])
     values["overrides"] = [parse_override(o) for o in values["overrides"]]
-    values["output_dir"] = resolved_dir(values["output_dir"], "-o")
-    try:
+    try:  # (the request resolves -o itself: RunRequest.output_dir)
         return request_from_fields({k: v for k, v in values.items() if v is not None})
     except ValidationError as e:
         err = e.errors()[0]
         field = str(err["loc"][-1]) if err["loc"] else "?"
         flag = "--" + REQUEST_FLAGS.get(field, field).replace("_", "-")
-        raise ConfigError(f"{flag}: {err['msg']}") from None
+        why = err["ctx"]["error"] if err["type"] == "value_error" else err["msg"]  # (without "Value error, ")
+        raise ConfigError(f"{flag}: {why}") from None

@@ -15,9 +15,8 @@ def run(args: argparse.Namespace) -> int:
     """The run command, from parsed flags to its exit code (bad input raises `ConfigError`)."""
     from mimo_core.cli.input_checks import check_not_empty, check_output_dir, check_override_secrets
     from mimo_core.config_checks import load_configs
-    from mimo_core.datasets.loader import load_tasks
     from mimo_core.run.output_lock import output_lock
-    from mimo_core.run.plan import select
+    from mimo_core.run.plan import select_rows
 
     check_flags(args)
     request = request_from_args(args)
@@ -25,20 +24,20 @@ def run(args: argparse.Namespace) -> int:
         check_override_secrets(override)
     configs = load_configs(request.configs, request.overrides)
     if request.recalc is None:
-        _warm_models(configs)
-    tasks = load_tasks(request.dataset, request.split)
-    selected = select(request.selection, tasks)
-    check_not_empty(len(selected), args.dataset, bool(args.slice or args.filter), args.allow_empty)
-    output = check_output_dir(args.output)
+        _warm_models(configs)  # while the rows load
+    rows = select_rows(request, configs=configs)  # the rows, selected and checked: before -o is made
+    check_not_empty(len(rows.selected), args.dataset, bool(args.slice or args.filter), args.allow_empty)
+    output = check_output_dir(request.output_dir)
     with output_lock(output, request.run_id):
-        return _run_locked(args, request, tasks, configs, output)
+        return _run_locked(args, request, rows)
 
 
-def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], configs: list[Any], output: Path) -> int:
+def _run_locked(args: argparse.Namespace, request: Any, rows: Any) -> int:
     from mimo_core.records.results import ResultsStore
     from mimo_core.run.observers import load_observers
     from mimo_core.run.plan import plan_run
 
+    output = request.output_dir
     aside = ResultsStore(output).repair()
     if aside is not None:
         print(
@@ -46,7 +45,7 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
             "their rollouts are redone",
             file=sys.stderr,
         )
-    plan = plan_run(request, tasks, configs)
+    plan = plan_run(request, rows=rows)  # resume reads -o: under its lock, once repaired
     jobs = plan.jobs
     print(
         f"mimoagent: run {request.run_id}: {len(plan.tasks)} instances, {len(jobs)} rollouts to run"
@@ -62,13 +61,13 @@ def _run_locked(args: argparse.Namespace, request: Any, tasks: list[Any], config
         )
     from mimo_core.environments.sweep import before_run
 
-    before_run(configs, sweep=args.ray is None)  # a Ray run's sandboxes live on its nodes (docs/ray.md)
+    before_run(plan.configs, sweep=args.ray is None)  # a Ray run's sandboxes live on its nodes (docs/ray.md)
     observers = load_observers(request)
     for r in observers:
         r.start(plan)
     from mimo_core.run.batch import RunSpend
 
-    spend = RunSpend(min((c.config.cost_limit for c in configs if c.config.cost_limit), default=0.0))
+    spend = RunSpend(min((c.config.cost_limit for c in plan.configs if c.config.cost_limit), default=0.0))
     try:
         records = _run_with_progress(
             jobs, args.workers, observers, request.recalc is not None, args.ray, (args.retries, args.retry_delay, spend)

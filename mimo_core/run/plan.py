@@ -12,13 +12,14 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.fields import FieldInfo
 
+from mimo_core.base.values import resolved_folder
 from mimo_core.cli.input_checks import resolved_dir
 from mimo_core.config import NamedConfig, assign_config
 from mimo_core.config_checks import check_templates_fit
@@ -82,6 +83,13 @@ class RunRequest(BaseModel):
     output_dir: Path = Field(description="the run's output folder: results.jsonl and one folder per rollout")
     run_id: str = Field(default_factory=new_run_id, description="the run's id in results.jsonl and Dagster tags")
 
+    @field_validator("output_dir")
+    @classmethod
+    def _resolved(cls, v: Path) -> Path:
+        """Absolute, links resolved, once, here: every door, the lock, the resume and the observers (so
+        the process recording the run, whatever its directory) name the same folder."""
+        return resolved_folder(v)
+
 
 def request_fields() -> dict[str, FieldInfo]:
     """RunRequest's fields as a door states them (a command line, a Dagster run config): the selection's
@@ -100,6 +108,16 @@ def request_from_fields(values: dict[str, Any]) -> RunRequest:
 
 
 @dataclass
+class RunRows:
+    """What a request runs over, known (and checked) before its output folder is touched: the configs,
+    every row of the dataset and the rows the selection keeps, in the order they will run."""
+
+    configs: list[NamedConfig]
+    tasks: list[Task]
+    selected: list[Task]
+
+
+@dataclass
 class RunPlan:
     """The selected rows, the loaded configs, and the rollouts still to do."""
 
@@ -109,16 +127,17 @@ class RunPlan:
     skipped: int  # rollouts left out because they already finished (resume)
     changed: int = 0  # of those, how many ran with an input that has changed since (see --rerun-changed)
     selected: frozenset[tuple[str, str, int]] = frozenset()  # every rollout the request names, done or not
+    dataset_rows: list[Task] = field(default_factory=list)  # every row of the dataset, selected or not
 
 
-def plan_run(
+def select_rows(
     request: RunRequest,
     tasks: list[Task] | None = None,
     configs: list[NamedConfig] | None = None,
-) -> RunPlan:
-    """The rollout jobs of a request. `tasks` (all rows, before selection) and `configs` are loaded from
-    the request when not given; a caller that already holds them (to register them, to warm models, or
-    rows kept by Dagster) passes them in."""
+) -> RunRows:
+    """The rows and configs of a request, loaded when not given, the selection applied, and the checks that
+    need no output folder: the run's size, the templates against the rows. A door that must check them
+    before it makes its folder (the CLI) calls this, then `plan_run(request, rows=...)`."""
     if configs is None:
         from mimo_core.config_checks import load_configs
 
@@ -127,11 +146,25 @@ def plan_run(
         from mimo_core.datasets.loader import load_tasks
 
         tasks = load_tasks(request.dataset, request.split)
-    sel = request.selection
-    selected = select(sel, tasks)
+    selected = select(request.selection, tasks)
     _check_size(len(selected) * (len(configs) if request.paired else 1) * request.num_rollouts)
     if request.recalc is None:
         check_templates_fit(configs, selected)
+    return RunRows(configs, tasks, selected)
+
+
+def plan_run(
+    request: RunRequest,
+    tasks: list[Task] | None = None,
+    configs: list[NamedConfig] | None = None,
+    rows: RunRows | None = None,
+) -> RunPlan:
+    """The rollout jobs of a request, over `rows` (else `select_rows(request, tasks, configs)`: `tasks`, all
+    rows before selection, and `configs` are loaded from the request when not given; a caller that already
+    holds them, to register them or rows kept by Dagster, passes them in). Resume reads the output folder."""
+    rows = rows if rows is not None else select_rows(request, tasks, configs)
+    configs, selected = rows.configs, rows.selected
+    sel = request.selection
     if request.recalc not in (None, GT):
         jobs = regrade_jobs(
             Path(request.recalc), selected, configs, request.output_dir, request.run_id, sel.seed, only=sel.partitions
@@ -159,7 +192,8 @@ def plan_run(
         todo = [j for j in jobs if j.key in again]
         changed = []
     check_runnable((j.task, j.config) for j in todo)
-    return RunPlan(selected, configs, todo, len(jobs) - len(todo), len(changed), frozenset(j.key for j in jobs))
+    keys = frozenset(j.key for j in jobs)
+    return RunPlan(selected, configs, todo, len(jobs) - len(todo), len(changed), keys, rows.tasks)
 
 
 def _changed(jobs: list[RolloutJob], todo: list[RolloutJob], output_dir: Path) -> list[RolloutJob]:

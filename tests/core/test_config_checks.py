@@ -110,6 +110,12 @@ def test_template_variable_no_row_provides_fails_before_any_sandbox(tmp_path: Pa
     assert "cfg.yaml: agent.instance_template: no dataset row provides ['no_such_field']" in line
 
 
+def test_a_template_no_row_fits_is_refused_before_the_output_folder_is_made(tmp_path: Path, capsys) -> None:
+    config = _config(tmp_path, {"agent": {"instance_template": "Fix {{ no_such_field }}"}})
+    assert "no dataset row provides" in _cli_fails(tmp_path, capsys, config, write_tasks(tmp_path, n=2))
+    assert not (tmp_path / "out").exists()
+
+
 def test_judge_template_variable_no_row_provides_fails_before_any_sandbox(tmp_path: Path, capsys) -> None:
     judge = {"judge_agent": {"agent": {"type": "judge", "instance_template": "{{ rubrics }} {{ grading_notes }}"}}}
     line = _cli_fails(tmp_path, capsys, _config(tmp_path, {"environment": judge}), write_tasks(tmp_path))

@@ -163,3 +163,32 @@ def test_cli_and_evaluate_job_build_the_same_request(tmp_path: Path) -> None:
     evaluate = EvaluateConfig(filter="greet", shuffle=True, seed=7, slice="0:1", num_rollouts=2, redo_existing=True)
     from_dagster = evaluate.to_request(dataset=str(data), configs=[str(cfg)], output_dir=out.resolve(), run_id="r9")
     assert cli_request(args) == from_dagster
+
+
+def test_a_request_resolves_its_output_folder_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every door gets the same absolute folder (links resolved) from the request itself; a link loop is
+    refused as the request is made, naming the path."""
+    from pydantic import ValidationError
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    monkeypatch.chdir(tmp_path)
+    request = RunRequest(dataset="d.jsonl", configs=["a.yaml"], output_dir=Path("link/out"))
+    assert request.output_dir == (tmp_path / "real" / "out").resolve()
+    assert RunRequest.model_validate_json(request.model_dump_json()).output_dir == request.output_dir
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    with pytest.raises(ValidationError, match="cannot be used as a folder"):
+        RunRequest(dataset="d.jsonl", configs=["a.yaml"], output_dir=Path("loop/out"))
+
+
+def test_rows_selected_first_are_the_rows_the_plan_runs(tmp_path: Path) -> None:
+    """`select_rows` (what a door checks before it makes its folder) then `plan_run(rows=...)` plans what
+    `plan_run` alone plans, without loading or selecting again."""
+    from mimo_core.run.plan import select_rows
+
+    request = _request(tmp_path, n=6, selection=Selection(filter="greet-[0-4]", shuffle=True, seed=3, slice="0:3"))
+    rows = select_rows(request)
+    assert len(rows.tasks) == 6 and len(rows.selected) == 3
+    plan = plan_run(request, rows=rows)
+    assert [j.key for j in plan.jobs] == [j.key for j in plan_run(request).jobs]
+    assert plan.tasks is rows.selected and plan.configs is rows.configs and plan.dataset_rows is rows.tasks
