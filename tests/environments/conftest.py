@@ -30,7 +30,6 @@ MakeEnv = Callable[..., LocalEnvironment]
 ALL_BACKENDS = ["local", pytest.param("bwrap", marks=needs_bwrap), "docker", "kubernetes", "e2b"]
 CONFINED = [pytest.param("bwrap", marks=needs_bwrap), "docker", "kubernetes", "e2b"]
 CONTAINERS = ["docker", "kubernetes", "e2b"]  # backends that start a task's image
-E2B_CLASS = "mimo_core.environments.e2b.environment:E2BEnvironment"
 
 
 @pytest.fixture
@@ -146,7 +145,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         handle = Backend(name, config, _local_leftovers(root), late=3.5)
     elif name == "e2b":
         standin = request.getfixturevalue("e2b")
-        handle = Backend(name, EnvironmentConfig(environment_class=E2B_CLASS), standin.leftovers, late=6.5)
+        handle = Backend(name, EnvironmentConfig(environment_class="e2b"), standin.leftovers, late=6.5)
     elif name == "docker":
         client = request.getfixturevalue("docker_client")
         handle = Backend(name, EnvironmentConfig(environment_class="docker"), _docker_leftovers(client), late=6.5)

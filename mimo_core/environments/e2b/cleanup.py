@@ -7,9 +7,9 @@ import contextlib
 import socket
 
 from mimo_core.environments.base import LABEL_RUN_ID
-from mimo_core.environments.e2b.options import E2BOptions, check_credentials
+from mimo_core.environments.e2b.options import API_KEY_VAR, E2BOptions, check_credentials
 from mimo_core.environments.owners import LABEL_HOST, LABEL_PID, is_stale
-from mimo_core.errors import SandboxError
+from mimo_core.errors import ConfigError, SandboxError
 
 
 def cleanup(
@@ -39,7 +39,14 @@ def cleanup(
         while pages.has_next:
             found.extend(pages.next_items())
     except Exception as e:
-        raise SandboxError(f"{backend}: cannot list sandboxes: {(str(e).splitlines() or [''])[0][:200]}") from None
+        from e2b import AuthenticationException
+
+        line = (str(e).splitlines() or [""])[0][:200]
+        if isinstance(e, AuthenticationException):  # every rollout would fail the same way: say it once, now
+            raise ConfigError(
+                f"environment_class {backend}: the API refused the key in {API_KEY_VAR}: {line}"
+            ) from None
+        raise SandboxError(f"{backend}: cannot list sandboxes: {line}") from None
     removed = 0
     for info in found:
         meta = dict(info.metadata or {})
