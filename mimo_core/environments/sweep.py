@@ -14,7 +14,7 @@ from typing import Any
 
 from mimo_core.environments.local import cleanup as local_cleanup
 from mimo_core.environments.registry import capabilities, environment_class
-from mimo_core.errors import SandboxError
+from mimo_core.errors import MimoError, SandboxError
 
 UNCONFINED = (
     "mimoagent: environment.sandbox is 'none': the agent's commands run as {user} on this host and can read, "
@@ -64,7 +64,22 @@ def cleanup_all(
     except (SandboxError, ImportError) as e:
         containers = f"no containers ({str(e).splitlines()[0][:200]})"
     pods = _pods(run_id, stale, namespaces or [None], live)
-    return f"removed {local} local sandbox(es), {containers} and {pods}", live
+    return f"removed {local} local sandbox(es), {containers}, {pods} and {_e2b(run_id, stale, live)}", live
+
+
+def _e2b(run_id: str | None, stale_only: bool, live: list[str]) -> str:
+    """The E2B account's sandboxes (E2B_API_KEY, E2B_API_URL for CubeSandbox), when a key is set."""
+    import os
+
+    if not os.environ.get("E2B_API_KEY"):
+        return "no E2B sandboxes (no E2B_API_KEY)"
+    try:
+        from mimo_core.environments.e2b.cleanup import cleanup as e2b_cleanup
+
+        n = e2b_cleanup(run_id, stale_only, live=live)
+    except (SandboxError, ImportError, MimoError) as e:
+        return f"no E2B sandboxes ({str(e).splitlines()[0][:200]})"
+    return f"{n} E2B sandbox(es)"
 
 
 def _pods(run_id: str | None, stale_only: bool, namespaces: Sequence[str | None], live: list[str]) -> str:

@@ -24,9 +24,10 @@ import shlex
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import e2b  # noqa: F401  (a missing SDK fails the plug-in lookup, naming the extra to install)
+from pydantic import BaseModel
 
 from mimo_core.environments import live
 from mimo_core.environments.base import LABEL_INSTANCE, Capabilities, ExecResult, FileHead
@@ -47,7 +48,7 @@ log = logging.getLogger("mimoagent.e2b")
 class E2BEnvironment(ContainerEnvironment):
     """One E2B sandbox per rollout, killed by `stop()` whatever happened."""
 
-    options_model: Any = E2BOptions
+    options_model: ClassVar[type[BaseModel]] = E2BOptions
     backend_name = "e2b"
 
     @staticmethod
@@ -63,7 +64,7 @@ class E2BEnvironment(ContainerEnvironment):
         from mimo_core.environments.e2b.cleanup import cleanup
 
         for config in configs:
-            options = cls.options_model.model_validate(config.backend_kwargs)
+            options = cast(E2BOptions, cls.options_model.model_validate(config.backend_kwargs))
             check_credentials(cls.backend_name, options)
             with contextlib.suppress(SandboxError):
                 cleanup(stale_only=True, options=options, backend=cls.backend_name)
