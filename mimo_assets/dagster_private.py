@@ -165,6 +165,29 @@ def asset_event_summaries(
         last = rows[-1][0]
 
 
+def asset_event_checkpoint(instance: Any, asset_key: Any, observations: bool, upto: int) -> tuple[int, str] | None:
+    """What an incremental reader of `asset_event_summaries` checks before reading only the events after
+    `upto`: how many of the asset's materializations (observations) have a storage id <= `upto`, and the
+    run of the one at `upto`. A wiped asset or a deleted run (fewer events), an event stored late below
+    `upto` (PostgreSQL hands out ids before commit: one more), or a reused id (another run) change it;
+    then the reader reads them all again. None when the event log is not Dagster's SQL storage (no
+    public query counts events by id): always read them all."""
+    from dagster import DagsterEventType
+
+    storage = instance.event_log_storage
+    if not hasattr(storage, "index_connection"):
+        return None
+    import sqlalchemy as db
+    from dagster._core.storage.event_log.schema import SqlEventLogStorageTable as T
+
+    kind = DagsterEventType.ASSET_OBSERVATION if observations else DagsterEventType.ASSET_MATERIALIZATION
+    where = (T.c.asset_key == asset_key.to_string(), T.c.dagster_event_type == kind.value)
+    with storage.index_connection() as conn:
+        count = conn.execute(db.select(db.func.count()).select_from(T).where(*where, T.c.id <= upto)).scalar()
+        run = conn.execute(db.select(T.c.run_id).where(*where, T.c.id == upto)).scalar()
+    return int(count or 0), str(run or "")
+
+
 def _summary_from_json(
     storage_id: int, run_id: str, timestamp: Any, partition: str | None, body: str
 ) -> AssetEventSummary | None:
@@ -229,6 +252,7 @@ __all__ = [
     "DagsterEventBatchMetadata",
     "RawMetadataValue",
     "SqlEventLogStorageTable",
+    "asset_event_checkpoint",
     "asset_event_summaries",
     "enable_event_batches",
     "generate_event_batch_id",

@@ -106,13 +106,16 @@ def write_output_folder(
     long_steps: int = 250,
     seed: int = 0,
     token_ids: bool = False,
+    start: int = 0,
 ) -> Path:
     """`rollouts` rollouts over instances `inst-<i>` × `configs`; the first rollout has `long_steps` steps.
-    `token_ids`: each rollout also gets agent_msgs/ with vLLM token ids. Returns the first rollout's folder."""
-    rng = random.Random(seed)
+    `token_ids`: each rollout also gets agent_msgs/ with vLLM token ids. `start` > 0: the rollouts numbered
+    from `start` on (the instances after those of a folder of `start` rollouts), appended to its
+    results.jsonl. Returns the first rollout's folder."""
+    rng = random.Random(seed + start)
     lines = []
     first: Path | None = None
-    for n in range(rollouts):
+    for n in range(start, start + rollouts):
         instance_id, config = f"inst-{n // len(configs):05d}", configs[n % len(configs)]
         status = ExitStatus.SUBMITTED if n == 0 else rng.choice(STATUSES)
         rel = f"{instance_id}/{config}/0"
@@ -165,6 +168,7 @@ def write_output_folder(
             ).model_dump_json()
         )
         first = first or folder
-    (out / RESULTS_FILE).write_text("".join(line + "\n" for line in lines))
+    with open(out / RESULTS_FILE, "a" if start else "w") as fh:
+        fh.write("".join(line + "\n" for line in lines))
     assert first is not None
     return first

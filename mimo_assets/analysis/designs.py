@@ -10,15 +10,17 @@ with the same design (a run resumed after a kill) are one designed comparison.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from dagster import DagsterInstance, RunsFilter
 from pydantic import BaseModel
 
 from mimo_assets.asset_keys import GRADED_RESULTS
 from mimo_assets.dagster_private import asset_event_summaries
-from mimo_assets.partitions import split_key
 from mimo_core.run.plan import RunRequest
+
+if TYPE_CHECKING:
+    import polars as pl
 
 AB_TAG = "mimoagent/ab"
 DESIGN_TAG = "mimoagent/ab_design"
@@ -95,14 +97,26 @@ def designs(instance: DagsterInstance) -> list[Design]:
     return list(found.values())
 
 
-def design_cells(instance: DagsterInstance, design: Design) -> dict[tuple[str, str], Path]:
+def design_cells(
+    instance: DagsterInstance, design: Design, events: pl.DataFrame | None = None
+) -> dict[tuple[str, str], Path]:
     """(instance, config) → the run folder of each cell the design's runs graded (its graded_results
-    materializations in those runs), read once each as a summary (dagster_private.asset_event_summaries)."""
+    materializations in those runs, the latest of each), read once each as a summary
+    (dagster_private.asset_event_summaries), or picked from `events` (table.event_frame of the graded
+    materializations, which analysis/cache.py keeps between refreshes)."""
+    import polars as pl  # here: the recording imports design_tags, and never polars
+
+    from mimo_assets.analysis.table import event_frame
+
+    if events is None:
+        events = event_frame(asset_event_summaries(instance, GRADED_RESULTS, run_ids=design.dagster_run_ids))
+    mine = events.filter(
+        pl.col("run_id").is_in(design.dagster_run_ids)
+        & (pl.col("dataset") == design.dataset)
+        & pl.col("config_name").is_in(design.configs)
+    ).sort("storage_id", maintain_order=True)
+    paths: dict[str, Path] = {}
     cells: dict[tuple[str, str], Path] = {}
-    for event in asset_event_summaries(instance, GRADED_RESULTS, run_ids=design.dagster_run_ids):
-        if event.partition is None or event.metadata.get("output_dir") is None:
-            continue
-        dataset, instance_id, config_name = split_key(event.partition)
-        if dataset == design.dataset and config_name in design.configs:
-            cells[(instance_id, config_name)] = Path(str(event.metadata["output_dir"]))
+    for instance_id, config_name, out in mine.select("instance_id", "config_name", "output_dir").iter_rows():
+        cells[(instance_id, config_name)] = paths.get(out) or paths.setdefault(out, Path(out))
     return cells

@@ -7,6 +7,7 @@ import os
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
 
+from mimo_assets.analysis.cache import RefreshCache
 from mimo_assets.analysis.stats import to_markdown
 from mimo_assets.analysis.table import SCHEMA, collect_night, failed_by_night, graded_events
 from mimo_assets.asset_keys import ANALYTICS_GROUP, GRADED_RESULTS, RESULTS_TABLE
@@ -38,9 +39,12 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
     its failed partitions and of graded ones (`infra_error`: never counted in a rate)
     (`tables/nights/<night>.parquet`, one file per night: a new night never rewrites an earlier one); the
     asset's value is the latest night. Rows carry `night`, `run_id` and `run_dir`, so one
-    run's results are a filter away."""
-    events = graded_events(context.instance)
-    failed = failed_by_night(context.instance, events)
+    run's results are a filter away. Reads what changed since the last refresh (analysis/cache.py): the
+    events stored since, the lines appended to each run folder's results.jsonl since; `parsed` says how
+    many."""
+    cache = RefreshCache.of(output_store.tables_dir())
+    events = graded_events(context.instance, cache.events(context.instance))
+    failed = failed_by_night(context.instance, events, cache.events(context.instance, failed=True))
     nights = {night: {cell: path for cell, (_, path) in cells.items()} for night, cells in events.items()}
     for night in failed:
         nights.setdefault(night, {})
@@ -49,7 +53,7 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
     latest = max(nights) if nights else None
     df = pl.DataFrame(schema=SCHEMA)
     for night, parts in sorted(nights.items()):
-        table = collect_night(night, parts, failed.get(night))
+        table = collect_night(night, parts, failed.get(night), cache.folder)
         write_parquet(table, folder / f"{night}.parquet")
         if night == latest:
             df = table
@@ -66,6 +70,8 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
             "partitions": df.select("dataset", "instance_id", "config_name").unique().height,
             "runs": sorted(df["run_id"].unique().to_list()),
             "datasets": sorted(df["dataset"].unique().to_list()),
+            # the events and records this refresh parsed (the rest: kept from the last one)
+            "parsed": MetadataValue.json({k: cache.read[k] for k in ("records", "events")}),
             "run_kinds": sorted(df["run_kind"].unique().to_list()),
             "configs": sorted(df["config_name"].unique().to_list()),
             "preview": MetadataValue.md(
