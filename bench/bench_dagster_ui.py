@@ -69,6 +69,23 @@ def _entry(run_id: str, event_type: Any, data: Any, message: str = "") -> Any:
     return EventLogEntry(None, "INFO", message, run_id, time.time(), step_key=STEP, job_name=JOB, dagster_event=event)
 
 
+def plan_cells(
+    instances: int, configs: Sequence[str], fail_every: int, missing_every: int
+) -> list[tuple[str, str, str]]:
+    """(instance, config, what it is) of each planned cell, in registration order: cell n is `missing` when
+    n % missing_every == missing_every - 1, else `failed` when n % fail_every == 0, else `materialized`."""
+    cells = [(f"inst-{i:06d}", c) for c in configs for i in range(instances)]
+    kinds = ["failed" if n % fail_every == 0 else "materialized" for n in range(len(cells))]
+    for n in range(missing_every - 1, len(cells), missing_every):
+        kinds[n] = "missing"
+    return [(i, c, kind) for (i, c), kind in zip(cells, kinds, strict=True)]
+
+
+def expected_counts(cells: list[tuple[str, str, str]], seconds: float = 0.0) -> Written:
+    kinds = [kind for _, _, kind in cells]
+    return Written(len(cells), kinds.count("materialized"), kinds.count("failed"), kinds.count("missing"), seconds)
+
+
 def write_synthetic(
     instance: Any,
     instances: int,
@@ -79,8 +96,7 @@ def write_synthetic(
     batch: int = 4000,
 ) -> Written:
     """Planned cells `configs` × `instances` and one failed Dagster run holding the events our recording
-    logs for them (see the module's docstring); cell n (in registration order) is missing when
-    n % missing_every == missing_every - 1, else failed when n % fail_every == 0, else materialized."""
+    logs for them (see the module's docstring), each cell as plan_cells says."""
     from dagster import DagsterEventType, job, op
     from dagster._core.events import AssetMaterializationPlannedData, AssetObservationData, StepMaterializationData
 
@@ -99,11 +115,10 @@ def write_synthetic(
         step()
 
     started = time.monotonic()
-    cells = [(f"inst-{i:06d}", c) for c in configs for i in range(instances)]
-    register_planned(instance, DATASET, cells)
+    cells = plan_cells(instances, configs, fail_every, missing_every)
+    register_planned(instance, DATASET, [(i, c) for i, c, _ in cells])
     run = instance.create_run_for_job(synthetic, tags={"mimoagent/source": "cli", "mimoagent/run_id": "synthetic"})
     tags = run_tags({"mimoagent/source": "cli"})
-    counts = {"materialized": 0, "failed": 0, "missing": 0}
     pending: list[Any] = []
 
     def flush() -> None:
@@ -111,11 +126,10 @@ def write_synthetic(
             instance.event_log_storage.store_event_batch(list(pending))
             pending.clear()
 
-    for n, (instance_id, config) in enumerate(cells):
-        if n % missing_every == missing_every - 1:
-            counts["missing"] += 1
+    for n, (instance_id, config, kind) in enumerate(cells):
+        if kind == "missing":
             continue
-        failed = n % fail_every == 0
+        failed = kind == "failed"
         record = ResultRecord(
             run_id="synthetic",
             instance_id=instance_id,
@@ -128,7 +142,6 @@ def write_synthetic(
             output_dir=f"{instance_id}/{config}/0",
         )
         if failed:
-            counts["failed"] += 1
             for key in (ROLLOUTS, GRADED_RESULTS):
                 planned = AssetMaterializationPlannedData(key, partition=f"{config}|{DATASET}/{instance_id}")
                 pending.append(_entry(run.run_id, DagsterEventType.ASSET_MATERIALIZATION_PLANNED, planned))
@@ -137,7 +150,6 @@ def write_synthetic(
                     data = AssetObservationData(event)
                     pending.append(_entry(run.run_id, DagsterEventType.ASSET_OBSERVATION, data))
         else:
-            counts["materialized"] += 1
             for event in partition_events(DATASET, [record], run_dir, Upstream(), tags):
                 data = StepMaterializationData(event)
                 pending.append(_entry(run.run_id, DagsterEventType.ASSET_MATERIALIZATION, data, "Materialized"))
@@ -145,7 +157,7 @@ def write_synthetic(
             flush()
     flush()
     instance.report_run_failed(run, message="synthetic: its failed partitions hit infrastructure errors")
-    return Written(len(cells), counts["materialized"], counts["failed"], counts["missing"], time.monotonic() - started)
+    return expected_counts(cells, time.monotonic() - started)
 
 
 def _free_port() -> int:
@@ -239,23 +251,38 @@ def memory(pid: int) -> dict[str, Any]:
     return {"rss": own.get("VmRSS", 0), "peak": own.get("VmHWM", 0), "children": kids}
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU the processes have used (all their threads)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def measure(url: str, pid: int, asset: str = "rollouts", warm: int = 3) -> dict[str, Any]:
-    """The partitions page of `asset`: the first load, then `warm` more; the counts of the last; memory."""
+    """The partitions page of `asset`: the first load, then `warm` more, each with the webserver's CPU
+    (and its code server's) during it; the counts of the last; memory."""
     from testkit.cdp import Browser
 
     page = f"{url}/assets/{asset}?view=partitions"
+    loads: list[tuple[float, float]] = []
     with Browser() as browser:
         t0 = time.monotonic()
         browser.load("about:blank")
         blank = time.monotonic() - t0
-        first, counts = shown_counts(browser, page)
-        again = []
-        for _ in range(warm):
+        for _ in range(1 + warm):
             browser.load("about:blank")
+            pids = [pid, *_children(pid)]
+            before = cpu_seconds(pids)
             seconds, counts = shown_counts(browser, page)
-            again.append(seconds)
+            time.sleep(0.5)  # the page's last queries end after its counts show
+            loads.append((seconds, cpu_seconds(pids) - before))
         shot = browser.screenshot(Path(tempfile.gettempdir()) / f"bench-dagster-ui-{asset}.png")
-    return {"blank": blank, "first": first, "warm": again, "counts": counts, "memory": memory(pid), "shot": shot}
+    return {"blank": blank, "loads": loads, "counts": counts, "memory": memory(pid), "shot": shot}
 
 
 def _machine() -> str:
@@ -275,6 +302,7 @@ def main() -> None:
     parser.add_argument("--missing-every", type=int, default=25)
     parser.add_argument("--warm", type=int, default=3, help="loads after the first")
     parser.add_argument("--work", type=Path, default=None, help="keep the home here (default: a temp dir)")
+    parser.add_argument("--no-write", action="store_true", help="measure the home --work holds (same arguments)")
     args = parser.parse_args()
     from mimo_assets.instance.home import get_instance
 
@@ -284,14 +312,16 @@ def main() -> None:
     os.environ["DAGSTER_HOME"] = str(home)
     os.environ.setdefault("MIMOAGENT_OUTPUT_ROOT", str(work / "store"))
     print(f"{time.strftime('%Y-%m-%d %H:%M %Z')}; {_machine()}", flush=True)
-    written = write_synthetic(
-        get_instance(), args.instances, args.configs.split(","), args.fail_every, args.missing_every
-    )
-    print(
-        f"written: {written.planned:,} planned partitions ({written.materialized:,} materialized, {written.failed:,} "
-        f"failed, {written.missing:,} missing) in {written.seconds:.1f} s",
-        flush=True,
-    )
+    configs = args.configs.split(",")
+    if args.no_write:
+        written = expected_counts(plan_cells(args.instances, configs, args.fail_every, args.missing_every))
+    else:
+        written = write_synthetic(get_instance(), args.instances, configs, args.fail_every, args.missing_every)
+        print(
+            f"written: {written.planned:,} planned partitions ({written.materialized:,} materialized, "
+            f"{written.failed:,} failed, {written.missing:,} missing) in {written.seconds:.1f} s",
+            flush=True,
+        )
     with webserver(home, work / "webserver.log") as (url, pid):
         start_mem = memory(pid)
         got = measure(url, pid, warm=args.warm)
@@ -299,18 +329,18 @@ def main() -> None:
     verdict = "correct" if counts == expected else f"WRONG (written {expected})"
     mem = got["memory"]
     kids = "; ".join(f"{cmd.strip()}: {rss} MB" for cmd, rss in mem["children"].values()) or "none"
+    (first, first_cpu), *warm = got["loads"]
     print(f"about:blank in the browser: {got['blank']:.2f} s")
     print(
-        f"rollouts partitions page, until its status bar shows its counts: first load {got['first']:.2f} s (the "
-        f"asset's partition status cache built), then {', '.join(f'{s:.2f}' for s in got['warm'])} s "
-        f"(median {statistics.median(got['warm']):.2f} s)"
-        if got["warm"]
-        else f"rollouts partitions page: first load {got['first']:.2f} s"
+        f"rollouts partitions page, until its status bar shows its counts: first load {first:.2f} s (webserver "
+        f"CPU {first_cpu:.2f} s{'' if args.no_write else '; the asset partition status cache built'}), then "
+        + ", ".join(f"{s:.2f} s (CPU {c:.2f} s)" for s, c in warm)
+        + (f"; median {statistics.median(s for s, _ in warm):.2f} s" if warm else "")
     )
     print(f"status bar shows {counts}: {verdict}")
     print(
         f"webserver RSS: {start_mem['rss']} MB at start, {mem['rss']} MB after the loads (peak {mem['peak']} MB); "
-        f"its children: {kids}"
+        f"its children: {kids}; load average {os.getloadavg()[0]:.1f}"
     )
     print(f"screenshot: {got['shot']}; home under {work}")
 
