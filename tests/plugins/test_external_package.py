@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mimo_core import plugins
 from testkit.scripted_llm import ScriptedLLM, call, turns
 from testkit.tasks import EVAL
 from tests.package.fresh_venv import build_wheel, runtime_venv
@@ -137,16 +138,16 @@ def test_configs_naming_plugins_are_checked_at_load(venv: Path, tmp_path: Path) 
     installed names the install; the backend's own options are checked like a built-in's. Each before any
     sandbox starts, in one line naming the file and the key."""
     data = _dataset(tmp_path)
+    backends, agents = [*plugins.BUILT_INS["environments"], "marked-local"], [*plugins.BUILT_INS["agents"], "tiny-loop"]
     cases = {
         "typo": (
             _config(tmp_path, "typo", environment={"environment_class": "marked-locl"}),
             "typo.yaml: environment.environment_class: unknown environment_class 'marked-locl'; "
-            "known: ['local', 'docker', 'kubernetes', 'marked-local'] or 'package.module:Class'",
+            f"known: {backends} or 'package.module:Class'",
         ),
         "agent": (
             _config(tmp_path, "agent", agent={"type": "tiny-lop"}),
-            "'tiny-lop'; known: ['default', 'oracle', 'claude-code', 'codex', 'opencode', 'qwen-code', "
-            "'gemini-cli', 'mini-swe-agent', 'judge', 'tiny-loop']",
+            f"agent.yaml: agent.type: unknown agent type 'tiny-lop'; known: {agents}",
         ),
         "extra": (
             _config(tmp_path, "extra", agent={"tools": [{"tool": "fancy"}]}),

@@ -129,7 +129,7 @@ def test_entry_points_add_plugins_that_configs_name(site: Path, tmp_path: Path) 
     assert (demo.source, demo.dist, demo.target) == ("demo-plugins 1.0", "demo-plugins", "demo_env:DemoEnv")
     assert plugins.lookup("environments", "demo-env").__name__ == "DemoEnv"
     assert plugins.lookup("environments", "local") is LocalEnvironment  # a built-in's name stays the built-in
-    assert plugins.names("environments") == ["local", "docker", "kubernetes", "demo-env"]
+    assert plugins.names("environments") == [*plugins.BUILT_INS["environments"], "demo-env"]
     assert [p.source for p in plugins.installed("environments")][-2:] == ["demo-plugins 1.0", "demo-plugins 1.0"]
     named = read_config(_config(tmp_path, {"environment": {"environment_class": "demo-env"}}))
     assert named.config.environment.environment_class == "demo-env"
