@@ -33,30 +33,16 @@ from typing import Any
 import pytest
 import yaml
 
+from testkit.budget_cases import EVAL, Call, MiB, bash, budget_row, case_of, junk, play, read, write_rows
 from testkit.dockerd import BASE_IMAGE
-from testkit.scripted_llm import Reply, Request, ScriptedLLM
+from testkit.scripted_llm import ScriptedLLM
 from tests.host_needs import unavailable
 from tests.redteam.runner_rss import wait_with_peak_rss
 
 REPO = Path(__file__).resolve().parents[2]
-MiB = 1 << 20
 MEMORY_MB, STORAGE_MB, MANY_STORAGE_MB, WORKERS = 256, 200, 50, 4
 RUNNER_CGROUP_BYTES = 400 * MiB
 RUNNER_RSS_BUDGET = 300 * MiB
-EVAL = (
-    'mkdir -p /logs/verifier; if [ "$(cat solved.txt 2>/dev/null)" = "$(cat /tests/answer.txt)" ]; '
-    "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi"
-)
-SOLVE = ("bash", {"command": "echo {answer} > solved.txt && echo solved"})
-
-
-def _bash(command: str) -> tuple[str, dict[str, Any]]:
-    return ("bash", {"command": command})
-
-
-# The file to read lives in the container's home, linked from the work folder: the read tool follows the
-# link inside the container; the submission holds only the link.
-_HUGE = 'mkdir -p junk && f="$HOME/big.txt" && yes abcdefghi | head -c 60M > "$f" && ln -sf "$f" junk/big.txt'
 _MANY = (
     'mkdir -p "$HOME/many" && cd "$HOME/many" && s=$(printf "%2048s" x) && '
     'for i in $(seq 200000); do printf %s "$s" > $i; done; echo made'
@@ -70,31 +56,31 @@ _PADDED_REWARD = (
 
 # case -> (tool calls before solving, the outcome: "memory"/"disk" (that budget), "void" (the verdict
 # voided, reward 0) or "solved" (reward 1), what the model must have been shown, extra row fields)
-HOSTILE: dict[str, tuple[list[tuple[str, dict[str, Any]]], str, list[str], dict[str, Any]]] = {
+HOSTILE: dict[str, tuple[list[Call], str, list[str], dict[str, Any]]] = {
     "huge_file_read": (
-        [_bash(_HUGE), ("read", {"path": "junk/big.txt"})],
+        [bash(junk("big.txt", 'yes abcdefghi | head -c 60M > "$f"')), read("junk/big.txt")],
         "solved",
         [f"[truncated: file is {60 * MiB} bytes, showed {2 * MiB}]"],
         {},
     ),
     "output_floods": (
-        [_bash("yes out-flood | head -c 150M; echo done"), _bash("yes err-flood | head -c 150M >&2; echo done")],
+        [bash("yes out-flood | head -c 150M; echo done"), bash("yes err-flood | head -c 150M >&2; echo done")],
         "solved",
         ["characters elided"],
         {},
     ),
-    "shm_fill": ([_bash("head -c 400M /dev/zero > /dev/shm/fill; echo rc=$?")], "solved", ["No space left"], {}),
+    "shm_fill": ([bash("head -c 400M /dev/zero > /dev/shm/fill; echo rc=$?")], "solved", ["No space left"], {}),
     # (docker's measure of the writable layer, SizeRw, counts a sparse file's apparent size: over the disk budget)
-    "reward_sparse_4g": ([_bash("echo hello")], "disk", [], {"eval_script": _SPARSE_REWARD}),
-    "reward_padded_150m": ([_bash("echo hello")], "void", [], {"eval_script": _PADDED_REWARD}),
+    "reward_sparse_4g": ([bash("echo hello")], "disk", [], {"eval_script": _SPARSE_REWARD}),
+    "reward_padded_150m": ([bash("echo hello")], "void", [], {"eval_script": _PADDED_REWARD}),
     "fork_allocate": (
-        [_bash("for i in $(seq 12); do (head -c 100M /dev/zero | tail -c 100M > /dev/null) & done; wait; echo ok")],
+        [bash("for i in $(seq 12); do (head -c 100M /dev/zero | tail -c 100M > /dev/null) & done; wait; echo ok")],
         "memory",
         [],
         {},
     ),
     # (a disk budget of its own: 2 KB files, 200k of them, are past it after ~25k: SizeRw counts bytes, not files)
-    "disk_many_small": ([_bash(_MANY)], "disk", [], {"storage_mb": MANY_STORAGE_MB}),
+    "disk_many_small": ([bash(_MANY)], "disk", [], {"storage_mb": MANY_STORAGE_MB}),
 }
 HONEST = [f"honest_{n}" for n in range(3)]
 
@@ -128,39 +114,10 @@ def _remove_cgroup(folder: str) -> None:
             time.sleep(0.1)
 
 
-def _case(req: Request) -> str:
-    user = next((str(m.get("content")) for m in req.body.get("messages") or [] if m.get("role") == "user"), "")
-    return user.split("Budget case ", 1)[-1].split(".", 1)[0]
-
-
-def _responder(answer: str) -> Any:
-    def respond(req: Request) -> Reply:
-        name = _case(req)
-        calls = [*(HOSTILE[name][0] if name in HOSTILE else []), SOLVE]
-        n = req.n_assistant_turns
-        if n < len(calls):
-            tool, args = calls[n]
-            return Reply(tool_calls=[(tool, {k: v.replace("{answer}", answer) for k, v in args.items()})])
-        return Reply(tool_calls=[("submit", {"message": "done"})])
-
-    return respond
-
-
 def _rows(answer: str) -> list[dict[str, Any]]:
+    budgets = {"image": BASE_IMAGE, "memory_mb": MEMORY_MB, "storage_mb": STORAGE_MB}
     return [
-        {
-            "instance_id": name,
-            "dataset_type": "generic",
-            "repo_dir": "repo",
-            "image": BASE_IMAGE,
-            "network": False,
-            "memory_mb": MEMORY_MB,
-            "storage_mb": STORAGE_MB,
-            "eval_script": EVAL,
-            "problem_statement": f"Budget case {name}. Write {answer} to solved.txt.",
-            "test_files": {"answer.txt": answer},
-            **(HOSTILE[name][3] if name in HOSTILE else {}),
-        }
+        budget_row(name, answer, **{**budgets, **(HOSTILE[name][3] if name in HOSTILE else {})})
         for name in [*HOSTILE, *HONEST]
     ]
 
@@ -190,18 +147,15 @@ def run(dockerd: Any) -> Any:
     cgroup = _memory_cgroup()
     folder = Path(tempfile.mkdtemp(prefix=".mimo-docker-budgets-", dir=Path.home()))
     try:
-        (folder / "repo").mkdir()
-        (folder / "repo" / "README.md").write_text("A task.\n")
         answer = secrets.token_hex(6)
-        data, out = folder / "tasks.jsonl", folder / "out"
         only = os.environ.get("MIMO_BUDGETS_ONLY")  # (debugging: a regex of the row ids to run)
         rows = [r for r in _rows(answer) if not only or re.search(only, r["instance_id"])]
-        data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        data, out = write_rows(folder, rows), folder / "out"
         cfg = _config(folder)
         procs = os.path.join(cgroup, "cgroup.procs")
         free_before = shutil.disk_usage(folder).free
         with ScriptedLLM() as llm:
-            llm.set_responder(_responder(answer))
+            llm.set_responder(play(lambda name: HOSTILE[name][0] if name in HOSTILE else [], answer))
             env = {
                 **os.environ,
                 "DOCKER_HOST": dockerd.docker_host,
@@ -253,7 +207,7 @@ def run(dockerd: Any) -> Any:
         shown: dict[str, str] = {}
         for r in requests:
             text = "\n".join(str(m.get("content")) for m in r.body.get("messages") or [] if m.get("role") == "tool")
-            shown[_case(r)] = shown.get(_case(r), "") + text
+            shown[case_of(r)] = shown.get(case_of(r), "") + text
         yield {
             "returncode": returncode,
             "records": records,
