@@ -127,11 +127,16 @@ class Envd(ProcessSync):
             yield PB.StartResponse(event=Event(event=Oneof("start", Event.StartEvent(pid=proc.pid))))
             buf = bytearray()
             raw.settimeout(0.25)
+            quiet = 0  # polls without data since the process was seen ended
             while True:
                 try:
                     chunk = raw.recv(65536)
+                    quiet = 0
                 except TimeoutError:  # the engine keeps an exec's stream open while its stdin is: ask
-                    if api.exec_inspect(exec_id).get("Running"):
+                    if quiet == 0 and api.exec_inspect(exec_id).get("Running"):
+                        continue
+                    quiet += 1  # ended: what it wrote may still be on its way for a moment
+                    if quiet < 4:
                         continue
                     chunk = b""
                 except OSError:

@@ -92,11 +92,47 @@ def test_cube_needs_its_url_and_otherwise_speaks_the_same_api(e2b, scripted_llm,
     args = ["-c", str(_e2b_config(tmp_path, "cube_nourl", "cube")), "--dataset", str(data), "-o", str(tmp_path / "a")]
     proc = run_cli(args, scripted_llm)
     assert proc.returncode == 2 and "environment_class cube: no API URL" in proc.stderr, proc.stderr
-    scripted_llm.set_responder(
-        turns(call("edit", path="greeting.txt", old_string="hello", new_string="goodbye"), call("submit"))
-    )
-    cfg = _e2b_config(tmp_path, "cube_ok", "cube", api_url=e2b.api_url)
-    proc = run_cli(["-c", str(cfg), "--dataset", str(data), "-o", str(tmp_path / "b")], scripted_llm)
+    from mimo_core.config import EnvironmentConfig
+    from mimo_core.environments.base import SandboxSpec
+    from mimo_core.environments.registry import make_environment
+
+    config = EnvironmentConfig(environment_class="cube", backend_kwargs={"api_url": e2b.api_url})
+    env = make_environment(config, SandboxSpec(image="mimo-base:bookworm", labels={"mimoagent.config": "cube_ok"}))
+    try:
+        env.start()
+        assert env.execute("echo in-cube; pwd").output == "in-cube\n/testbed\n"
+    finally:
+        env.stop()
+    assert _ours(e2b, "cube_ok") == []
+
+
+def test_the_demo_graded_by_its_reference_solutions_on_e2b(e2b, scripted_llm, tmp_path: Path) -> None:
+    """`--recalc-input gt` of three demo rows (a DeepSWE-style separate verifier, a generic row, an
+    opensource-code row): each reference graded 1, the separate verifier in a fresh sandbox, three at once."""
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs" / "demo.yaml").read_text())
+    demo = Path(__file__).resolve().parents[2] / "examples" / "demo.jsonl"
+    images = {json.loads(line).get("image") for line in demo.read_text().splitlines()} - {None}
+    cfg["environment"] = {  # the templates a user would build from the rows' images: here all the base image
+        "environment_class": "e2b",
+        "timeout": 120,
+        "backend_kwargs": {
+            "fallback_template": "mimo-base-bookworm",
+            "templates": dict.fromkeys(images, "mimo-base-bookworm"),
+        },
+    }
+    cfg_path = tmp_path / "demo_e2b.yaml"
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "demo"
+    args = ["-c", str(cfg_path), "--dataset", str(demo), "--recalc-input", "gt", "--workers", "3", "-o", str(out)]
+    args += ["--filter", "^(py-slugify-edges|generic-fizzbuzz|oss-roman-subtractive)$"]
+    proc = run_cli(args, scripted_llm, timeout=400)
     assert proc.returncode == 0, proc.stderr
-    [record] = ResultsStore(tmp_path / "b").load().values()
-    assert (record.exit_status, record.reward) == ("submitted", 1.0)
+    records = ResultsStore(out).load()
+    assert len(records) == 3
+    assert {k[0]: (r.exit_status, r.reward, r.error) for k, r in records.items() if not r.passed} == {}
+    modes = {
+        json.loads((out / r.output_dir / "reward_extra_info.json").read_text()).get("verifier_mode")
+        for r in records.values()
+    }
+    assert "separate" in modes
+    assert _ours(e2b, "demo_e2b") == []
