@@ -17,6 +17,7 @@ from dagster import AssetKey, AssetMaterialization, DagsterInstance, MetadataVal
 
 from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL, DATASET_ROWS
 from mimo_assets.eventlog.events import _DATA_VERSION, Upstream
+from mimo_assets.input_versions import ConfigFile, RecordedDataset, config_files, converted_text, recorded_dataset
 from mimo_assets.partitions import dataset_name
 from mimo_core.base.atomic_files import atomic_write_text
 from mimo_core.datasets.base import Task
@@ -45,11 +46,15 @@ def upstream(instance: DagsterInstance) -> Upstream:
     return out
 
 
+def converted_path(datasets_dir: Path, source: str, split: str | None, version: str) -> Path:
+    """Where a dataset's converted JSONL of that version is: `<dataset name>-<content hash>.jsonl`."""
+    return datasets_dir / f"{dataset_name(source, split)}-{version}.jsonl"
+
+
 def convert_dataset(tasks: list[Task], source: str, split: str | None, datasets_dir: Path) -> tuple[Path, str]:
     """Write the validated rows as mimoagent JSONL, named `<dataset name>-<content hash>.jsonl`."""
-    text = "".join(t.model_dump_json() + "\n" for t in tasks)
-    version = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = datasets_dir / f"{dataset_name(source, split)}-{version}.jsonl"
+    text, version = converted_text(tasks)
+    path = converted_path(datasets_dir, source, split, version)
     if not path.exists():
         atomic_write_text(path, text)
         # Rows may name folders relative to the original file (repo_dir, ...): remember where it was.
@@ -87,18 +92,41 @@ def dataset_events(
     _, latest_version, _ = latest(instance, CONVERTED_JSONL)
     if latest_version == version and not force:
         return []
-    types: dict[str, int] = {}
-    for t in tasks:
-        types[t.dataset_type] = types.get(t.dataset_type, 0) + 1
+    return _dataset_materializations(recorded_dataset(tasks, version), path, source, split, tags)
+
+
+def recorded_dataset_events(
+    instance: DagsterInstance,
+    dataset: RecordedDataset,
+    source: str,
+    split: str | None,
+    datasets_dir: Path,
+    tags: dict[str, str] | None = None,
+) -> list[AssetMaterialization] | None:
+    """`dataset_events` from a run's record of its dataset, without its rows: nothing when that version is
+    the latest; None when its converted file was never written (the caller loads the rows for it)."""
+    _, latest_version, _ = latest(instance, CONVERTED_JSONL)
+    if latest_version == dataset.version:
+        return []
+    path = converted_path(datasets_dir, source, split, dataset.version)
+    if not path.exists():
+        return None
+    return _dataset_materializations(dataset, path, source, split, tags)
+
+
+def _dataset_materializations(
+    dataset: RecordedDataset, path: Path, source: str, split: str | None, tags: dict[str, str] | None
+) -> list[AssetMaterialization]:
+    version = dataset.version
     source_meta: dict[str, RawMetadataValue] = {
         "source": source,
         "split": split or "",
-        "rows": len(tasks),
+        "rows": dataset.rows,
         "dataset": dataset_name(source, split),
     }
     rows = AssetMaterialization(
         DATASET_ROWS,
-        metadata={**source_meta, "dataset_types": types},
+        metadata={**source_meta, "dataset_types": dataset.dataset_types},
         tags={**(tags or {}), _DATA_VERSION: version},
     )
     converted = AssetMaterialization(
@@ -106,7 +134,7 @@ def dataset_events(
         metadata={
             **source_meta,
             "path": MetadataValue.path(str(path)),
-            "preview": MetadataValue.md("\n".join(f"- `{t.instance_id}` ({t.dataset_type})" for t in tasks[:10])),
+            "preview": MetadataValue.md("\n".join(f"- `{i}` ({kind})" for i, kind in dataset.preview)),
         },
         tags={**(tags or {}), _DATA_VERSION: version, "dagster/input_data_version/dataset_rows": version},
     )
@@ -119,29 +147,24 @@ def registered_configs(instance: DagsterInstance) -> dict[str, str]:
     return dict(meta.get("configs") or {})
 
 
-def _file_hash(path: str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-
-
 def config_events(
     instance: DagsterInstance,
     config_paths: list[str],
     tags: dict[str, str] | None = None,
     force: bool = False,
+    files: dict[str, ConfigFile] | None = None,
 ) -> list[AssetMaterialization]:
     """Record each config's name → path (never the file's values: they may
     hold expanded secrets; nor are they expanded here, where the run's variables may be unset).
-    Skipped when every file is already registered unchanged."""
+    Skipped when every file is already registered unchanged. `files`: the files as a run recorded them
+    (`input_versions.config_files`), else they are read now."""
     _, _, meta = latest(instance, CONFIG_FILES)
     known: dict[str, str] = dict(meta.get("configs") or {})
     hashes: dict[str, str] = dict(meta.get("hashes") or {})
     changed = False
-    for raw in config_paths:
-        path = str(Path(raw).resolve())
-        name = Path(path).stem  # the config's name everywhere (mimo_core.config.read_config)
-        digest = _file_hash(path)
-        if known.get(name) != path or hashes.get(name) != digest:
-            known[name], hashes[name] = path, digest
+    for name, file in (files if files is not None else config_files(config_paths)).items():
+        if known.get(name) != file.path or hashes.get(name) != file.sha256:
+            known[name], hashes[name] = file.path, file.sha256
             changed = True
     if not changed and not force:
         return []

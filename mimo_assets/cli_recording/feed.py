@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mimo_assets.input_versions import ConfigFile, RecordedDataset
 from mimo_core.records.results import ResultRecord
 from mimo_core.run.plan import RunRequest
 
@@ -18,12 +19,16 @@ END_OF_RUN = "end-of-run"
 
 
 class RecordingHeader(BaseModel):
-    """The first line the recorder reads from a CLI run: its request and what it planned."""
+    """The first line the recorder reads from a CLI run: its request, what it planned, and its inputs as it
+    ran them (so the recording loads neither the dataset nor the config files again)."""
 
     request: RunRequest
     config_names: list[str]
     instance_ids: list[str]  # the selected rows (finished rollouts of theirs an earlier run never recorded count)
     planned: list[tuple[str, str, int]]  # (instance_id, config_name, k) of every rollout to run
+    # None in an entry written before these were recorded: the recording loads the dataset and reads the files.
+    dataset: RecordedDataset | None = None  # every row of the dataset, as the run loaded it
+    config_files: dict[str, ConfigFile] | None = None  # the config files, as the run read them
 
 
 class Feed:

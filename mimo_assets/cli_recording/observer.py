@@ -56,13 +56,17 @@ class DagsterObserver:
         if not plan.jobs:
             return
         from mimo_assets.cli_recording.registry import write_entry
+        from mimo_assets.input_versions import config_files, recorded_dataset
         from mimo_assets.instance.home import dagster_home
 
+        request = _absolute(self.request)
         header = RecordingHeader(
-            request=_absolute(self.request),
+            request=request,
             config_names=[c.name for c in plan.configs],
             instance_ids=[t.instance_id for t in plan.tasks],
             planned=[j.key for j in plan.jobs],
+            dataset=recorded_dataset(plan.dataset_rows) if plan.dataset_rows else None,
+            config_files=config_files(request.configs),
         )
         self.log.parent.mkdir(parents=True, exist_ok=True)
         try:

@@ -11,11 +11,12 @@ from typing import Any
 from dagster import AssetMaterialization, DagsterEventType, DagsterInstance, RunsFilter
 
 from mimo_assets.asset_keys import GRADED_RESULTS, ROLLOUTS
-from mimo_assets.cli_recording.feed import Feed
+from mimo_assets.cli_recording.feed import Feed, RecordingHeader
 from mimo_assets.eventlog.events import Kept, run_tags
 from mimo_assets.eventlog.pointers import Event
 from mimo_assets.eventlog.stream import materializations
-from mimo_assets.inputs import config_events, dataset_events, upstream
+from mimo_assets.input_versions import converted_text
+from mimo_assets.inputs import config_events, dataset_events, recorded_dataset_events, upstream
 from mimo_assets.partitions import dataset_name, partition_key, register_planned
 from mimo_core.records.results import ResultRecord, ResultsStore
 
@@ -60,6 +61,29 @@ def recorded_before(instance: DagsterInstance, run_id: str, this_run: str) -> se
     return found
 
 
+def _dataset_events(
+    instance: DagsterInstance, header: RecordingHeader, datasets_dir: Path, tags: dict[str, str], log: Any
+) -> list[AssetMaterialization]:
+    """The dataset's materializations from the run's record of it; its rows are loaded again only when its
+    converted file was never written (a dataset version Dagster has not seen) or the entry predates the
+    record."""
+    req = header.request
+    try:
+        if header.dataset is not None:
+            events = recorded_dataset_events(instance, header.dataset, req.dataset, req.split, datasets_dir, tags)
+            if events is not None:
+                return events
+        from mimo_core.datasets.loader import load_tasks
+
+        tasks = load_tasks(req.dataset, req.split)
+        if header.dataset is not None and converted_text(tasks)[1] != header.dataset.version:
+            log.warning(f"dataset {req.dataset!r} changed since the CLI run; recorded as it is now")
+        return dataset_events(instance, tasks, req.dataset, req.split, datasets_dir, tags)
+    except Exception as e:  # the rollouts are the record that matters; say why the dataset is absent
+        log.warning(f"dataset {req.dataset!r} not recorded: {type(e).__name__}: {e}")
+        return []
+
+
 def record_cli_run(
     instance: DagsterInstance,
     feed: Feed,
@@ -68,19 +92,13 @@ def record_cli_run(
     dagster_run_id: str,
     pending: set[str] | None = None,
 ) -> Iterator[AssetMaterialization | list[Event | Kept]]:
-    """The CLI ran the rollouts; register its inputs and log each partition."""
-    from mimo_core.datasets.loader import load_tasks
-
+    """The CLI ran the rollouts; register its inputs (as its entry records them) and log each partition."""
     header = feed.header
     req = header.request
     tags = run_tags({"mimoagent/source": "cli"})
-    try:
-        tasks = load_tasks(req.dataset, req.split)
-        yield from dataset_events(instance, tasks, req.dataset, req.split, datasets_dir, tags)
-    except Exception as e:  # the rollouts are the record that matters; say why the dataset is absent
-        log.warning(f"dataset {req.dataset!r} not recorded: {type(e).__name__}: {e}")
+    yield from _dataset_events(instance, header, datasets_dir, tags, log)
     dataset = dataset_name(req.dataset, req.split)
-    yield from config_events(instance, req.configs, tags)
+    yield from config_events(instance, req.configs, tags, files=header.config_files)  # (None: read now)
     earlier = [] if req.recalc is not None else unrecorded(instance, dataset, feed, pending or set())
     # the planned cells (and those of earlier rollouts recorded now): "missing" until done
     register_planned(

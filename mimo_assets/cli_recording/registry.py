@@ -29,7 +29,7 @@ from mimo_core.base.atomic_files import atomic_write_text
 from mimo_core.records.results import ResultsStore
 
 REGISTRY_DIR = "cli_runs"
-ENTRY_VERSION = 1
+ENTRY_VERSION = 2  # 2: the header records the run's dataset and config files (1: the recording read them again)
 
 
 class Entry(BaseModel):

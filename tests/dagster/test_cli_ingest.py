@@ -228,3 +228,66 @@ def test_the_webserver_start_records_finished_cli_runs(tmp_path: Path, dagster_e
         assert "recording 1 finished CLI run(s) into Dagster" in (tmp_path / "webserver.log").read_text()
     finally:
         stop_group(proc, timeout=30)
+
+
+def test_a_recording_registers_the_inputs_the_cli_run_held_without_reading_them_again(
+    tmp_path: Path, dagster_env, llm
+) -> None:
+    """The entry records the run's dataset (its version and rows) and config files (path, hash); the recording
+    registers those: the dataset file gone and the config edited after the run change nothing recorded."""
+    from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL
+    from mimo_assets.input_versions import config_files, converted_text
+    from mimo_core.datasets.loader import load_tasks
+
+    home = Path(dagster_env["DAGSTER_HOME"])
+    data, good = write_tasks(tmp_path, 3), write_named_config(tmp_path, "good")
+    version, ran = converted_text(load_tasks(str(data)))[1], config_files([str(good)])
+    run_cli(["-c", str(good), "--dataset", str(data), "-o", str(tmp_path / "one")], llm, dagster_env)
+    instance = get_instance()
+    assert (
+        instance.fetch_materializations(CONVERTED_JSONL, limit=1)
+        .records[0]
+        .asset_materialization.tags["dagster/data_version"]
+        == version
+    )
+
+    run_cli(["-c", str(good), "--dataset", str(data), "-o", str(tmp_path / "two")], llm, dagster_env, ingest=False)
+    [entry] = _entries(home)
+    header = registry.read_entry(entry).header
+    assert header.dataset is not None and header.dataset.version == version and header.dataset.rows == 3
+    assert header.config_files == ran
+    data.unlink()  # a reload would fail: "dataset ... not recorded"
+    good.write_text(good.read_text() + "# edited after the run\n")  # a reread would register a new hash
+    ingest_finished_runs()
+    runs = instance.get_runs()
+    assert len(runs) == 2 and all(r.status == DagsterRunStatus.SUCCESS for r in runs)
+    logs = "\n".join(e.message for r in runs for e in instance.all_logs(r.run_id) if e.message)
+    assert "not recorded" not in logs and "changed since" not in logs
+    configs = instance.fetch_materializations(CONFIG_FILES, limit=10).records
+    assert len(configs) == 1  # registered by the first run, unchanged by the second
+    assert configs[0].asset_materialization.metadata["hashes"].value == {"good": ran["good"].sha256}
+    assert len(instance.fetch_materializations(CONVERTED_JSONL, limit=10).records) == 1
+
+
+def test_an_entry_from_before_the_inputs_were_recorded_still_records_them(tmp_path: Path, dagster_env, llm) -> None:
+    """A schema-1 entry names no dataset version nor config hashes: the recording loads and reads them."""
+    import json
+
+    from mimo_assets.asset_keys import CONFIG_FILES, CONVERTED_JSONL
+
+    home = Path(dagster_env["DAGSTER_HOME"])
+    data, good = write_tasks(tmp_path, 2), write_named_config(tmp_path, "good")
+    run_cli(["-c", str(good), "--dataset", str(data), "-o", str(tmp_path / "out")], llm, dagster_env, ingest=False)
+    [entry] = _entries(home)
+    doc = json.loads(entry.read_text())
+    for field in ("dataset", "config_files"):
+        del doc["header"][field]
+    entry.write_text(json.dumps(doc | {"schema_version": 1}))
+    assert registry.read_entry(entry).header.dataset is None
+    ingest_finished_runs()
+    instance = get_instance()
+    [run] = instance.get_runs()
+    assert run.status == DagsterRunStatus.SUCCESS
+    assert instance.fetch_materializations(CONVERTED_JSONL, limit=1).records
+    configs = instance.fetch_materializations(CONFIG_FILES, limit=1).records[0].asset_materialization
+    assert set(configs.metadata["hashes"].value) == {"good"}
