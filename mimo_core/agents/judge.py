@@ -137,7 +137,7 @@ def run_judge(
 ) -> JudgeResult:
     """Score the rubrics; the judge's own trajectory is written in the same schema as the agent's."""
     from mimo_core.agents.factory import shared_model
-    from mimo_core.run.rollout_logs import RolloutFiles
+    from mimo_core.records.rollout_logs import RolloutFiles
     from mimo_core.tools.registry import read_only_tools
 
     items = rubric_items(task.rubric.rubrics if task.rubric else [])

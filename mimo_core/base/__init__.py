@@ -1,2 +1,3 @@
-"""Foundations every layer uses and that use nothing of mimoagent's but each other: parsing with
-limits, redaction of secrets, atomic files, the strict pydantic base and checked config values."""
+"""Foundations every layer uses, which use nothing of mimoagent's but each other and the root's errors and
+statuses: parsing with limits, redaction of secrets, atomic files, the stop host-side work notices, the
+strict pydantic base and checked config values."""

@@ -7,17 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from mimo_core.base.redaction import is_secret_name
-from mimo_core.base.values import resolved_folder
 from mimo_core.config import _VAR
 from mimo_core.errors import ConfigError
-
-
-def resolved_dir(text: str, flag: str) -> Path:
-    """The absolute form of a folder flag (`resolved_folder`), its error one line naming the flag."""
-    try:
-        return resolved_folder(text)
-    except ValueError as e:
-        raise ConfigError(f"{flag} {e}") from None
 
 
 def check_output_dir(path: Path) -> Path:

@@ -20,8 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from mimo_core.base.host_cancel import copy_tree, run_stoppable
 from mimo_core.datasets.git import BASE_REF, GIT, GIT_ENV
-from mimo_core.run.host_cancel import copy_tree, run_stoppable
 
 _lock = threading.Lock()
 _key_locks: dict[str, threading.Lock] = {}

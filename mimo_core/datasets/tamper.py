@@ -23,6 +23,7 @@ from mimo_core.containment.events import Kind
 from mimo_core.datasets.git import HERMETIC_GIT, HERMETIC_GIT_ENV
 from mimo_core.environments.base import Environment, read_head
 from mimo_core.errors import SandboxError
+from mimo_core.grading.blame import GitDirReplaced, check_workdir
 from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.protected import (
     CACHE_DIRS,
@@ -36,7 +37,6 @@ from mimo_core.grading.protected import (
     sections_changed,
     shadow_name,
 )
-from mimo_core.run.blame import GitDirReplaced, check_workdir
 
 # What `grading.tamper: zero` zeroes. Informational only: tests_added (honest agents write tests too) and
 # system_files (an honest `pip install` changes site-packages and ~/.cache; it is put back all the same).

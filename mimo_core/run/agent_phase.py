@@ -10,12 +10,23 @@ from mimo_core.agents.base import AgentResult
 from mimo_core.datasets.base import DatasetType
 from mimo_core.datasets.task_limits import agent_deadline, with_task_limits
 from mimo_core.environments.base import Environment
-from mimo_core.errors import SandboxError
-from mimo_core.run.blame import GradingFailed, check_workdir
+from mimo_core.errors import MimoError, SandboxError
+from mimo_core.grading.blame import check_workdir
+from mimo_core.records.rollout_logs import RolloutFiles
 from mimo_core.run.grading_phase import begin_grading, sandbox_gone
 from mimo_core.run.job import GT, RolloutJob
-from mimo_core.run.rollout_logs import RolloutFiles
 from mimo_core.status import UNGRADED_STATUSES, ExitStatus
+
+
+class GradingFailed(MimoError):
+    """Collecting the agent's submission failed in a sandbox that still answers: whose fault it is is
+    decided by the reference check (run/grading_phase.blame), with the agent's result kept for the record."""
+
+    status = ExitStatus.GRADING_ERROR
+
+    def __init__(self, message: str, result: AgentResult | None = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 def act(

@@ -19,7 +19,7 @@ from mimo_core.environments.base import Environment
 from mimo_core.errors import MimoError, status_of
 from mimo_core.grading.grade import Finding, Grade
 from mimo_core.grading.rubric import JudgeResult
-from mimo_core.run.rollout_logs import RolloutFiles
+from mimo_core.records.rollout_logs import RolloutFiles
 from mimo_core.status import INFRA_STATUSES
 
 if TYPE_CHECKING:

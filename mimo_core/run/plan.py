@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.fields import FieldInfo
 
 from mimo_core.base.values import resolved_folder
-from mimo_core.cli.input_checks import resolved_dir
 from mimo_core.config import NamedConfig, assign_config
 from mimo_core.config_checks import check_templates_fit
 from mimo_core.datasets.base import Task
@@ -31,6 +30,14 @@ from mimo_core.records.trajectory import read_trajectory
 from mimo_core.run.input_change import input_changed, repo_fingerprint
 from mimo_core.run.job import GT, RolloutJob
 from mimo_core.status import ExitStatus
+
+
+def resolved_dir(text: str, flag: str) -> Path:
+    """The absolute form of a folder flag (`resolved_folder`), its error one line naming the flag."""
+    try:
+        return resolved_folder(text)
+    except ValueError as e:
+        raise ConfigError(f"{flag} {e}") from None
 
 
 def new_run_id() -> str:

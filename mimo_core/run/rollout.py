@@ -17,26 +17,26 @@ from pathlib import Path
 from typing import Any
 
 from mimo_core.agents.base import AgentResult
+from mimo_core.base.host_cancel import cancellable
 from mimo_core.base.redaction import register_environment
 from mimo_core.containment.detect import Watch
 from mimo_core.datasets.base import DatasetType
 from mimo_core.datasets.requirements import preflight
 from mimo_core.errors import MimoError, status_of
+from mimo_core.grading.blame import WorkdirDestroyed, budget_exceeded
 from mimo_core.grading.evidence import keep_verifier_evidence
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
 from mimo_core.limits import set_limits
 from mimo_core.records.results import ResultRecord, ResultsStore
+from mimo_core.records.rollout_logs import RolloutFiles
 from mimo_core.records.trajectory import Timings, read_trajectory
-from mimo_core.run.agent_phase import act
+from mimo_core.run.agent_phase import GradingFailed, act
 from mimo_core.run.attempts import is_finished_attempt, keep_failed_attempt
-from mimo_core.run.blame import GradingFailed, WorkdirDestroyed, budget_exceeded
 from mimo_core.run.disk_full import disk_full, is_disk_full
 from mimo_core.run.grading_phase import blame, enter_grading, grade_rollout, judge_rollout, mark_baseline
-from mimo_core.run.host_cancel import cancellable
 from mimo_core.run.job import RolloutJob
 from mimo_core.run.reference_check import reference_grades_cleanly
-from mimo_core.run.rollout_logs import RolloutFiles
 from mimo_core.run.rollout_record import now, write_outputs
 from mimo_core.run.rollout_sandboxes import RolloutSandboxes
 from mimo_core.status import INFRA_STATUSES, UNGRADED_STATUSES, ExitStatus

@@ -15,9 +15,9 @@ from mimo_core.containment.events import attempts, counts
 from mimo_core.grading.grade import Grade
 from mimo_core.grading.rubric import JudgeResult
 from mimo_core.records.results import ResultRecord
+from mimo_core.records.rollout_logs import RolloutFiles
 from mimo_core.records.trajectory import ModelInfo, Timings, Trajectory
 from mimo_core.run.job import RolloutJob
-from mimo_core.run.rollout_logs import RolloutFiles
 from mimo_core.status import UNGRADED_STATUSES, ExitStatus
 
 

@@ -14,8 +14,8 @@ from mimo_core.environments.base import (
     SandboxSpec,
 )
 from mimo_core.environments.registry import make_environment
+from mimo_core.records.rollout_logs import RolloutFiles
 from mimo_core.run.job import RolloutJob
-from mimo_core.run.rollout_logs import RolloutFiles
 
 
 class RolloutSandboxes:

@@ -17,7 +17,7 @@ from mimo_core.config import mask_secret_keys as redact_config
 from mimo_core.config import validate_config
 from mimo_core.records.model_calls import StepWriter, iter_steps
 from mimo_core.records.results import ResultRecord, ResultsStore
-from mimo_core.run.rollout_logs import RolloutFiles
+from mimo_core.records.rollout_logs import RolloutFiles
 from mimo_core.status import ExitStatus
 
 

@@ -168,7 +168,7 @@ def test_collect_sees_changes_a_hostile_index_hides_and_ignores_a_moved_base(san
 
 
 def test_a_replaced_git_folder_is_the_agents_zero(sandbox: Any) -> None:
-    from mimo_core.run.blame import GitDirReplaced
+    from mimo_core.grading.blame import GitDirReplaced
 
     dtype, env, task = sandbox
     sh(env, "mv .git ../elsewhere.git && echo 'gitdir: ../elsewhere.git' > .git")

@@ -97,3 +97,54 @@ def test_the_contract_sees_indirect_function_level_and_type_checking_imports(tmp
         "lower.b",
         "upper.sub.c",
     )
+
+
+# The layers inside mimo_core (AGENTS.md: the layers of mimo_core), by their first name under it.
+DOORS = frozenset({"cli", "viewer", "exports", "api"})  # the command line, the viewer, the exports, the library
+FOUNDATIONS = frozenset({"base", "errors", "status"})  # what base/ may import
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_violations(graph: grimp.ImportGraph, package: str = "mimo_core") -> list[str]:
+    """Each direct import that goes up a layer: a part or `run/` importing a door, anything below `run/`
+    importing it, `base/` importing anything but foundations. The package's own `__init__` (the lazy
+    public API) is the one module allowed to name every layer."""
+    found = []
+    for importer in sorted(m for m in graph.modules if m.startswith(f"{package}.")):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            low, high = _layer(importer), _layer(imported)
+            if not imported.startswith(f"{package}.") or low == high or not high:
+                continue
+            up = (
+                (high in DOORS and low not in DOORS)
+                or (high == "run" and low not in DOORS)
+                or (low == "base" and high not in FOUNDATIONS)
+            )
+            if up:
+                found.append(_describe(graph, (importer, imported)))
+    return found
+
+
+def test_mimo_core_layers_import_only_downwards() -> None:
+    found = layer_violations(_graph("mimo_core"))
+    assert not found, "an import up a layer (AGENTS.md: the layers of mimo_core):\n" + "\n".join(found)
+
+
+def test_the_layer_check_sees_an_import_up_a_layer(tmp_path, monkeypatch) -> None:
+    root = tmp_path / "fakecore"  # laid out like mimo_core, under a name of its own
+    for pkg in ("", "base", "run", "cli"):
+        (root / pkg).mkdir(exist_ok=True)
+        (root / pkg / "__init__.py").write_text("")
+    (root / "cli" / "main.py").write_text("X = 1\n")
+    (root / "run" / "plan.py").write_text("def f():\n    from fakecore.cli.main import X\n    return X\n")
+    (root / "base" / "files.py").write_text("import fakecore.run.plan\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = layer_violations(_graph("fakecore"), "fakecore")
+    assert [f.splitlines()[0] for f in found] == [
+        "fakecore.base.files -> fakecore.run.plan",
+        "fakecore.run.plan -> fakecore.cli.main",
+    ], found

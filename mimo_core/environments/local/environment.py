@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mimo_core.base.host_cancel import copy_tree
 from mimo_core.environments import live
 from mimo_core.environments.base import Capabilities, ExecResult, SandboxSpec
 from mimo_core.environments.budgets import (
@@ -62,7 +63,6 @@ from mimo_core.environments.local.task_cwd import bwrap_cwd_problem, missing_cwd
 from mimo_core.environments.shell import MAX_CAPTURE, ShellResult, ShellSession, ShellStream
 from mimo_core.environments.tool_path import tool_path
 from mimo_core.errors import SandboxError
-from mimo_core.run.host_cancel import copy_tree
 
 if TYPE_CHECKING:
     from mimo_core.config import EnvironmentConfig

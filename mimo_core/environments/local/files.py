@@ -21,11 +21,11 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from mimo_core.base.host_cancel import check_stop
+from mimo_core.base.host_cancel import copy_tree as stoppable_copy_tree
 from mimo_core.environments.base import FileHead, SandboxRefusal
 from mimo_core.environments.local.allowlist import PRIVATE_TOPS, SYSTEM_TOPS
 from mimo_core.environments.local.safe_files import copy_file, copy_tree, read_regular
-from mimo_core.run.host_cancel import check_stop
-from mimo_core.run.host_cancel import copy_tree as stoppable_copy_tree
 
 _MISSING, _IS_DIR, _FAILED, _SPECIAL = 44, 45, 46, 47
 _TIMEOUT = 600.0

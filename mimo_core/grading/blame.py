@@ -8,15 +8,11 @@ the same choice forever. That rollout ends with the agent's own status and a rew
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
 
 from mimo_core.environments.base import Environment
 from mimo_core.errors import MimoError, SandboxError
 from mimo_core.grading.grade import Grade
 from mimo_core.status import ExitStatus
-
-if TYPE_CHECKING:
-    from mimo_core.agents.base import AgentResult
 
 
 class WorkdirDestroyed(MimoError):
@@ -51,17 +47,6 @@ def budget_exceeded(envs: list[Environment]) -> BudgetExceeded | None:
         if found is not None:
             return BudgetExceeded(found.kind, found.detail)
     return None
-
-
-class GradingFailed(MimoError):
-    """Collecting the agent's submission failed in a sandbox that still answers: whose fault it is is
-    decided by the reference check (rollout._blame), with the agent's result kept for the record."""
-
-    status = ExitStatus.GRADING_ERROR
-
-    def __init__(self, message: str, result: AgentResult | None = None) -> None:
-        super().__init__(message)
-        self.result = result
 
 
 class GitDirReplaced(WorkdirDestroyed):
