@@ -226,6 +226,13 @@ def run(dockerd: Any) -> Any:
         _remove_cgroup(cgroup)
 
 
+def _why(run: dict[str, Any], rec: dict[str, Any]) -> str:
+    """A record's outcome and the end of its instance.log, for a failure's message."""
+    log = run["out"] / rec["output_dir"] / "instance.log"
+    tail = log.read_text(errors="replace")[-2500:] if log.exists() else "(no instance.log)"
+    return f"{rec['exit_status']} reward={rec['reward']} error={rec.get('error')!r}\n{tail}"
+
+
 def test_the_runner_survives_and_records_every_row(run: dict[str, Any]) -> None:
     assert run["returncode"] == 0, run["stderr"]
     assert sorted(run["records"]) == sorted([*HOSTILE, *HONEST]), run["stderr"]
@@ -239,14 +246,14 @@ def test_the_runner_survives_and_records_every_row(run: dict[str, Any]) -> None:
 @pytest.mark.parametrize("case", HONEST)
 def test_an_honest_row_beside_the_hostile_ones_scores_1(run: dict[str, Any], case: str) -> None:
     rec = run["records"][case]
-    assert (rec["exit_status"], rec["reward"]) == ("submitted", 1.0), rec
+    assert (rec["exit_status"], rec["reward"]) == ("submitted", 1.0), _why(run, rec)
 
 
 @pytest.mark.parametrize("case", [c for c, v in HOSTILE.items() if v[1] in ("memory", "disk")])
 def test_a_row_past_its_budget_is_the_agents_0_with_the_reason(run: dict[str, Any], case: str) -> None:
     rec = run["records"][case]
     kind = HOSTILE[case][1]
-    assert (rec["exit_status"], rec["reward"]) == ("agent_error", 0.0), rec
+    assert (rec["exit_status"], rec["reward"]) == ("agent_error", 0.0), _why(run, rec)
     assert rec["grading"]["budget_exceeded"] == kind, rec
     assert rec["error"].startswith(f"{kind} budget exceeded: "), rec["error"]
     budget = MEMORY_MB if kind == "memory" else HOSTILE[case][3].get("storage_mb", STORAGE_MB)
@@ -267,7 +274,7 @@ def test_a_reward_file_of_gigabytes_voids_the_verdict_unread(run: dict[str, Any]
 @pytest.mark.parametrize("case", [c for c, v in HOSTILE.items() if v[1] == "solved"])
 def test_a_row_within_its_budgets_is_cut_told_and_graded(run: dict[str, Any], case: str) -> None:
     rec = run["records"][case]
-    assert (rec["exit_status"], rec["reward"]) == ("submitted", 1.0), rec
+    assert (rec["exit_status"], rec["reward"]) == ("submitted", 1.0), _why(run, rec)
     assert "budget_exceeded" not in rec["grading"], rec
     shown = run["shown"].get(case, "")
     for note in HOSTILE[case][2]:
