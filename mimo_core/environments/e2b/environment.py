@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-import e2b  # noqa: F401  (a missing SDK fails the plug-in lookup, naming the extra to install)
 from pydantic import BaseModel
 
 from mimo_core.environments import live
