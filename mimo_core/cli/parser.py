@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from mimo_core.cli.arg_types import statuses_arg
+
+if TYPE_CHECKING:  # (imported where used: building the parser imports nothing big)
+    from mimo_core.run.plan import RunRequest
+    from mimo_core.run.ray.options import RayOptions
 
 EXIT_BAD_INPUT = 2
 EXIT_ALL_INFRA = 3  # every rollout this run ran ended in an infrastructure error (nothing was graded)
@@ -143,7 +147,7 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ConfigError("--retries needs the thread runner (not yet --runner ray): a resume redoes those rollouts")
 
 
-def ray_options(args: argparse.Namespace) -> Any:
+def ray_options(args: argparse.Namespace) -> RayOptions | None:
     """`--runner ray` flags as RayOptions (None for the thread runner); a missing extra is one line."""
     from mimo_core.errors import ConfigError
 
@@ -181,7 +185,7 @@ REQUEST_FLAGS = {
 NOT_FLAGS = {"partitions": "a Dagster backfill selects partitions; a command line selects rows"}
 
 
-def request_from_args(args: argparse.Namespace) -> Any:
+def request_from_args(args: argparse.Namespace) -> RunRequest:
     """The command line as a RunRequest, validated by pydantic: what the run planner and the observers
     are given. A flag left unset (None) takes the request's default."""
     from pydantic import ValidationError

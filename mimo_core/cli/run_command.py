@@ -6,9 +6,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mimo_core.cli.parser import EXIT_ALL_INFRA, check_flags, request_from_args
+
+if TYPE_CHECKING:  # (imported where used: a start imports only what its command needs)
+    from mimo_core.config import NamedConfig
+    from mimo_core.records.results import ResultRecord
+    from mimo_core.run.batch import RunSpend
+    from mimo_core.run.job import RolloutJob
+    from mimo_core.run.observers import RunObserver
+    from mimo_core.run.plan import RunRequest, RunRows
+    from mimo_core.run.ray.options import RayOptions
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_locked(args, request, rows)
 
 
-def _run_locked(args: argparse.Namespace, request: Any, rows: Any) -> int:
+def _run_locked(args: argparse.Namespace, request: RunRequest, rows: RunRows) -> int:
     from mimo_core.records.results import ResultsStore
     from mimo_core.run.observers import load_observers
     from mimo_core.run.plan import plan_run
@@ -92,7 +101,7 @@ def _run_locked(args: argparse.Namespace, request: Any, rows: Any) -> int:
     return 0
 
 
-def _warm_models(configs: list[Any]) -> None:
+def _warm_models(configs: list[NamedConfig]) -> None:
     """Import the model SDKs and build the clients in the background while the dataset loads and the
     first sandboxes start: `import openai` alone is most of the time to the first model request."""
     import threading
@@ -113,13 +122,13 @@ def _warm_models(configs: list[Any]) -> None:
 
 
 def _run_with_progress(
-    jobs: list[Any],
+    jobs: list[RolloutJob],
     workers: int,
-    observers: list[Any],
+    observers: list[RunObserver],
     recalc: bool,
-    ray: Any = None,
-    retrying: tuple[int, float, Any] = (0, 5.0, None),
-) -> list[Any]:
+    ray: RayOptions | None = None,
+    retrying: tuple[int, float, RunSpend | None] = (0, 5.0, None),
+) -> list[ResultRecord]:
     """`retrying`: `--retries`, `--retry-delay` and the run's cost limit (batch.RunSpend)."""
     from mimo_core.cli.report import Tally
     from mimo_core.run.batch import run_jobs
@@ -134,7 +143,7 @@ def _run_with_progress(
         bar = progress.add_task(tally.line(), total=len(jobs))
         progress.start()
 
-    def on_result(record: Any) -> None:
+    def on_result(record: ResultRecord) -> None:
         tally.add(record)
         for r in observers:
             r.record(record)
@@ -162,7 +171,7 @@ def _run_with_progress(
             progress.stop()
 
 
-def _reason(record: Any) -> str:
+def _reason(record: ResultRecord) -> str:
     """Why a rollout ended in an error, on one line (the first line of its error), or ""."""
     lines = (record.error or "").strip().splitlines() if record.error_class else []
     first = " ".join(lines[0].split()) if lines else ""
