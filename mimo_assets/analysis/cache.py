@@ -92,12 +92,15 @@ class RefreshCache:
     def _keep(self, meta_path: Path | None, meta: dict[str, Any], df: pl.DataFrame, token: str) -> None:
         if meta_path is None:
             return
-        old = self._load(meta_path)
+        try:
+            old = str(json.loads(meta_path.read_text())["table"])
+        except (OSError, ValueError, KeyError, TypeError):
+            old = None
         table = f"{meta_path.stem}-{token}.parquet"
         _write_parquet(df, meta_path.with_name(table))
         _write_json(meta_path, {**meta, "version": VERSION, "table": table})
-        if old is not None and old[0]["table"] != table:
-            meta_path.with_name(old[0]["table"]).unlink(missing_ok=True)
+        if old is not None and old != table and Path(old).name == old:
+            meta_path.with_name(old).unlink(missing_ok=True)
 
     # -- run folders -------------------------------------------------------------------------------------
 
