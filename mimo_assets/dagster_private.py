@@ -188,6 +188,32 @@ def asset_event_checkpoint(instance: Any, asset_key: Any, observations: bool, up
     return int(count or 0), str(run or "")
 
 
+def warm_partition_status(instance: Any, asset_keys: list[Any], partitions_def: Any) -> list[Any]:
+    """Bring the partition status the UI shows (Dagster's asset status cache: materialized, failed, in
+    progress) up to date for each asset whose events are newer than its cache, as the webserver would on
+    the next view of the asset; the keys it updated. At 100,000 dynamic partitions building it takes ~4 s
+    of CPU an asset (more when new partitions were registered: the cache is keyed by the partition set),
+    which the first view after a run otherwise waits for (13 s to the partitions page's counts, 4-6 s
+    once built). No public call updates the cache: the webserver does, when the page asks."""
+    from dagster._core.storage.partition_status_cache import (
+        get_and_update_asset_status_cache_value,
+        get_last_planned_storage_id,
+    )
+
+    if not instance.event_log_storage.can_write_asset_status_cache():
+        return []
+    warmed = []
+    for record in instance.get_asset_records(asset_keys):
+        entry = record.asset_entry
+        planned = get_last_planned_storage_id(instance, entry.asset_key, record) or 0
+        latest = max(entry.last_materialization_storage_id or 0, planned)
+        cached = entry.cached_status
+        if latest and (cached is None or cached.latest_storage_id < latest):
+            get_and_update_asset_status_cache_value(instance, entry.asset_key, partitions_def)
+            warmed.append(entry.asset_key)
+    return warmed
+
+
 def _summary_from_json(
     storage_id: int, run_id: str, timestamp: Any, partition: str | None, body: str
 ) -> AssetEventSummary | None:
@@ -257,4 +283,5 @@ __all__ = [
     "enable_event_batches",
     "generate_event_batch_id",
     "step_context",
+    "warm_partition_status",
 ]

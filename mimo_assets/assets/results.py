@@ -10,8 +10,10 @@ from dagster import AssetExecutionContext, MetadataValue, Output, asset
 from mimo_assets.analysis.cache import RefreshCache
 from mimo_assets.analysis.stats import to_markdown
 from mimo_assets.analysis.table import SCHEMA, collect_night, failed_by_night, graded_events
-from mimo_assets.asset_keys import ANALYTICS_GROUP, GRADED_RESULTS, RESULTS_TABLE
+from mimo_assets.asset_keys import ANALYTICS_GROUP, GRADED_RESULTS, JUDGE_SCORES, RESULTS_TABLE, ROLLOUTS
+from mimo_assets.dagster_private import warm_partition_status
 from mimo_assets.eventlog.events import CODE_VERSION
+from mimo_assets.partitions import rollout_partitions
 from resources import OutputStore
 
 TABLES_IO_MANAGER = "tables_io_manager"
@@ -41,7 +43,8 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
     asset's value is the latest night. Rows carry `night`, `run_id` and `run_dir`, so one
     run's results are a filter away. Reads what changed since the last refresh (analysis/cache.py): the
     events stored since, the lines appended to each run folder's results.jsonl since; `parsed` says how
-    many."""
+    many. Then brings the UI's partition status of the partitioned assets up to date (`partition_status`:
+    those it updated), so the first view of their partitions after a run does not wait for it."""
     cache = RefreshCache.of(output_store.tables_dir())
     events = graded_events(context.instance, cache.events(context.instance))
     failed = failed_by_night(context.instance, events, cache.events(context.instance, failed=True))
@@ -58,6 +61,7 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
         if night == latest:
             df = table
     path = output_store.tables_dir() / RESULTS_PARQUET
+    warmed = warm_partition_status(context.instance, [ROLLOUTS, JUDGE_SCORES, GRADED_RESULTS], rollout_partitions)
     return Output(
         df,
         metadata={
@@ -72,6 +76,7 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
             "datasets": sorted(df["dataset"].unique().to_list()),
             # the events and records this refresh parsed (the rest: kept from the last one)
             "parsed": MetadataValue.json({k: cache.read[k] for k in ("records", "events")}),
+            "partition_status": MetadataValue.json([k.to_user_string() for k in warmed]),
             "run_kinds": sorted(df["run_kind"].unique().to_list()),
             "configs": sorted(df["config_name"].unique().to_list()),
             "preview": MetadataValue.md(
