@@ -107,6 +107,8 @@ def refresh_in_this_process() -> None:
     for event in result.all_events:
         if event.is_step_materialization and event.asset_key is not None and event.asset_key.path == ["results_table"]:
             parsed = event.step_materialization_data.materialization.metadata["parsed"].value
+            warm = event.step_materialization_data.materialization.metadata["partition_status"].value
+            parsed = {**parsed, "partition status CPU s": warm["cpu_s"]}
     out = {"success": result.success, "cpu_s": cpu, "wall_s": wall, "rollouts": rollouts, "parsed": parsed}
     print(json.dumps(out))
 

@@ -3,6 +3,7 @@ the default view: the asset's value, stored by the tables IO manager (`tables/re
 loaded by it into every analytics asset and check."""
 
 import os
+import time
 
 import polars as pl
 from dagster import AssetExecutionContext, MetadataValue, Output, asset
@@ -61,7 +62,9 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
         if night == latest:
             df = table
     path = output_store.tables_dir() / RESULTS_PARQUET
+    started = time.process_time()
     warmed = warm_partition_status(context.instance, [ROLLOUTS, JUDGE_SCORES, GRADED_RESULTS], rollout_partitions)
+    warm_s = round(time.process_time() - started, 2)
     return Output(
         df,
         metadata={
@@ -76,7 +79,7 @@ def results_table(context: AssetExecutionContext, output_store: OutputStore) -> 
             "datasets": sorted(df["dataset"].unique().to_list()),
             # the events and records this refresh parsed (the rest: kept from the last one)
             "parsed": MetadataValue.json({k: cache.read[k] for k in ("records", "events")}),
-            "partition_status": MetadataValue.json([k.to_user_string() for k in warmed]),
+            "partition_status": MetadataValue.json({"updated": [k.to_user_string() for k in warmed], "cpu_s": warm_s}),
             "run_kinds": sorted(df["run_kind"].unique().to_list()),
             "configs": sorted(df["config_name"].unique().to_list()),
             "preview": MetadataValue.md(
