@@ -84,7 +84,7 @@ def test_unknown_agent_type_and_backend_are_config_errors(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match=r"profile\.yaml: agent\.type: .*unknown agent type 'claude-kode'"):
         read_config(p)
     p = _write(tmp_path, "environment:\n  environment_class: dokker\n")
-    known = r"\['local', 'docker', 'kubernetes'\]"
+    known = r"\['local', 'docker', 'kubernetes', 'e2b', 'cube'\]"
     with pytest.raises(ConfigError, match=r"environment\.environment_class: .*'dokker'.*" + known):
         read_config(p)
 
