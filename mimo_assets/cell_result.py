@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, DagsterInstance
+from dagster import AssetKey, AssetMaterialization, AssetRecordsFilter, DagsterEventType, DagsterInstance
 
 from mimo_assets.asset_keys import GRADED_RESULTS
 from mimo_assets.results_tail import ReadPoint, read_tail
@@ -147,8 +147,21 @@ class CurrentResults:
         self.instance = instance
         self.live = live.resolve() if live is not None else None
         self._folders: dict[Path, FolderIndex] = {}
+        self._asked: set[str] = set()  # partitions `prefetch` looked up
+        self._graded: set[str] = set()  # those of them with a graded materialization
+
+    def prefetch(self, partitions: Iterable[str]) -> None:
+        """Which of these partitions have a graded materialization at all, in one query: `of` then reads
+        the latest materialization only of those that have one (a first run's failures have none)."""
+        asked = set(partitions)
+        found = self.instance.event_log_storage.get_latest_storage_id_by_partition(
+            GRADED_RESULTS, DagsterEventType.ASSET_MATERIALIZATION, asked
+        )
+        self._asked, self._graded = asked, set(found)
 
     def of(self, partition: str, instance_id: str, config_name: str) -> CellResult | None:
+        if partition in self._asked and partition not in self._graded:
+            return None
         mat = latest_materialization(self.instance, GRADED_RESULTS, partition)
         if mat is None or "output_dir" not in mat.metadata:
             return None

@@ -155,14 +155,14 @@ def materializations(
             log.warning(f"{len(notes)} rollout(s) hit an infrastructure error:\n" + "\n".join(notes))
         notes.clear()
 
-    for batch in batches(records):
-        events: list[Event | Kept] = []
-        for record in batch:
-            group = grouper.add(record)
-            if group is not None:
-                events += emit(group)
+    def emit_groups(groups: list[list[ResultRecord]]) -> list[Event | Kept]:
+        failed = [g[0] for g in groups if any(r.infra_error for r in g)]
+        if failed:  # whether each has an earlier result: one query for the batch, not one per partition
+            current.prefetch(str(partition_key(dataset, r.instance_id, r.config_name)) for r in failed)
+        events = [e for group in groups for e in emit(group)]
         warn()
-        yield events
-    events = [e for group in grouper.leftovers() for e in emit(group)]
-    warn()
-    yield events
+        return events
+
+    for batch in batches(records):
+        yield emit_groups([g for record in batch if (g := grouper.add(record)) is not None])
+    yield emit_groups(grouper.leftovers())
