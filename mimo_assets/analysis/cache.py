@@ -131,9 +131,6 @@ class RefreshCache:
         self._folders[key] = df
         return df
 
-    def folder_reader(self) -> Callable[[Path], pl.DataFrame]:
-        return self.folder
-
     # -- events ------------------------------------------------------------------------------------------
 
     def events(self, instance: DagsterInstance, failed: bool = False) -> pl.DataFrame:
