@@ -11,9 +11,8 @@ class TestIni(unittest.TestCase):
         self.assertEqual(parse("; top\n[a]\n;x = 2\ny = 3\n"), {"a": {"y": "3"}})
 
     def test_inline_comments(self):
-        self.assertEqual(
-            parse("[srv]\nport = 8080 ; default\nhost = h # main\n"), {"srv": {"port": "8080", "host": "h"}}
-        )
+        self.assertEqual(parse("[srv]\nport = 8080 ; default\nhost = h # main\n"),
+                         {"srv": {"port": "8080", "host": "h"}})
 
     def test_hash_in_value(self):
         self.assertEqual(parse("[c]\ncolor=#fff\n"), {"c": {"color": "#fff"}})
